@@ -1,0 +1,1 @@
+"""Sluice's entry points: the workbench window and the headless commands."""

@@ -1,0 +1,216 @@
+"""The headless commands: load, run, compare, strategies (DESIGN.md, "Headless interface")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from app.progress_line import ProgressLine
+from core.cancel import CancelToken
+from core.errors import ConfigError, SluiceError
+from core.spec import FORMATS, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
+
+HEADLESS = ("load", "run", "compare", "strategies", "server")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _source_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", help="the file to load")
+    p.add_argument("--format", choices=FORMATS)
+    p.add_argument("--delimiter")
+    p.add_argument("--quote")
+    p.add_argument("--encoding")
+    p.add_argument("--null", help="text that means NULL (e.g. NA or \\N)")
+    p.add_argument("--no-header", action="store_true")
+    p.add_argument("--sheet", help="Excel sheet name")
+    p.add_argument("--table", help="target table, taken literally (for SQL scripts: overrides the script's table)")
+    p.add_argument("--schema")
+    p.add_argument("--dsn", help="libpq connection string; default: the embedded PostgreSQL")
+    p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m app", description="Sluice: load files into PostgreSQL.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    load = sub.add_parser("load", help="load a file into a table")
+    _source_args(load)
+    load.add_argument("--strategy", default="copy-csv")
+    load.add_argument("--batch-rows", type=int, default=10_000)
+    load.add_argument("--workers", type=int, default=2)
+    load.add_argument("--mode", choices=[m.value for m in LoadMode], default="append")
+    load.add_argument("--key", nargs="+", default=[], help="upsert key columns")
+    load.add_argument("--commit", choices=[m.value for m in CommitMode], default="single")
+    load.add_argument("--on-error", choices=[m.value for m in ErrorPolicy], default="abort")
+    load.add_argument("--reject-file")
+    load.add_argument("--reject-limit", type=int)
+    load.add_argument("--save-profile", metavar="P.toml")
+
+    run = sub.add_parser("run", help="run an import profile")
+    run.add_argument("profile")
+    run.add_argument("--dsn")
+    run.add_argument("--resume", action="store_true", help="continue an interrupted per-batch load")
+    run.add_argument("--json", action="store_true")
+
+    cmp_ = sub.add_parser("compare", help="compare strategies on this file, into a scratch table")
+    _source_args(cmp_)
+    cmp_.add_argument("--strategies", required=True, help="comma-separated strategy ids")
+    cmp_.add_argument("--batch-rows", default="10000", help="comma-separated batch sizes")
+    cmp_.add_argument("--workers", default="2", help="comma-separated worker counts (parallel-copy)")
+    cmp_.add_argument("--repeat", type=int, default=3)
+    cmp_.add_argument("--rtt-ms", type=float, default=0.0, help="simulated network round trip")
+    cmp_.add_argument("--sample-rows", type=int, help="load only the first N rows")
+    cmp_.add_argument("--budget-s", type=float, default=60.0, help="time budget per run")
+
+    sub.add_parser("strategies", help="list the strategy ids")
+    srv = sub.add_parser("server", help="the embedded PostgreSQL")
+    srv.add_argument("action", choices=["start", "stop", "status"])
+    return parser
+
+
+def spec_from_args(a: argparse.Namespace) -> LoadSpec:
+    src = SourceOptions(
+        path=a.source,
+        format=a.format,
+        delimiter=_unescape(a.delimiter),
+        quote=a.quote,
+        header=False if a.no_header else None,
+        encoding=a.encoding,
+        null=a.null,
+        sheet=a.sheet,
+    )
+    table = a.table
+    if not table:
+        if (a.format or "") == "sql" or a.source.lower().endswith(".sql"):
+            table = _script_table(src)
+        else:
+            raise ConfigError("--table is required")
+    return LoadSpec(
+        source=src,
+        target=TargetSpec(table=table[1], schema=a.schema or table[0])
+        if isinstance(table, tuple)
+        else TargetSpec(table=table, schema=a.schema),
+        strategy=getattr(a, "strategy", "copy-csv"),
+        batch_rows=a.batch_rows if isinstance(a.batch_rows, int) else 10_000,
+        workers=a.workers if isinstance(a.workers, int) else 2,
+        commit=CommitMode(getattr(a, "commit", "single")),
+        on_error=ErrorPolicy(getattr(a, "on_error", "abort")),
+        reject_file=getattr(a, "reject_file", None),
+        reject_limit=getattr(a, "reject_limit", None),
+        dsn=a.dsn,
+    )
+
+
+def _script_table(src: SourceOptions) -> tuple[str | None, str]:
+    from core.sources.factory import open_source
+    from core.sources.sql_source import SqlScriptSource
+
+    source = open_source(src)
+    assert isinstance(source, SqlScriptSource)
+    return source.target.schema, source.target.table
+
+
+def _unescape(s: str | None) -> str | None:
+    return {"\\t": "\t", "tab": "\t"}.get(s, s) if s else s
+
+
+def _emit_json(obj: dict[str, Any]) -> None:
+    print(json.dumps(obj, default=str))
+
+
+def cmd_load(spec: LoadSpec, as_json: bool, save_profile: str | None = None) -> int:
+    from core import profile
+    from core.job import LoadJob
+
+    if spec.target.mode is LoadMode.UPSERT and not spec.target.key:
+        raise ConfigError("--mode upsert needs --key COLUMN ...")
+    if save_profile:
+        profile.save(spec, save_profile)
+        print(f"saved profile {save_profile}", file=sys.stderr)
+    cancel = CancelToken()
+    line = ProgressLine()
+    previous = signal.signal(signal.SIGINT, lambda *_: cancel.cancel())
+    try:
+        result = LoadJob(spec, on_progress=line, on_log=lambda m: None, cancel=cancel).run()
+    finally:
+        line.end()
+        signal.signal(signal.SIGINT, previous)
+    print(
+        f"loaded {result.rows_loaded:,} of {result.rows_read:,} rows into {spec.target.table} "
+        f"in {result.seconds:.2f} s ({result.rows_per_s:,.0f} rows/s) with {result.strategy}",
+        file=sys.stderr,
+    )
+    if as_json:
+        _emit_json(result.to_json())
+    return EXIT_OK if result.rows_loaded > 0 or result.rows_read == 0 else EXIT_FAILED
+
+
+def cmd_strategies() -> int:
+    from core.strategies.base import all_strategies
+
+    for cls in all_strategies():
+        extra = " (SQL scripts only)" if cls.script_only else ""
+        print(f"{cls.id:<20} {cls.summary}{extra}")
+    return EXIT_OK
+
+
+def cmd_server(action: str) -> int:
+    from core.embedded import data_dir, embedded_uri, stop_embedded
+
+    if action == "start":
+        print(embedded_uri())
+    elif action == "stop":
+        print("stopped" if stop_embedded() else "not running")
+    else:
+        running = (data_dir() / "pg" / "postmaster.pid").exists()
+        print(f"{'running' if running else 'stopped'}: {data_dir() / 'pg'}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    as_json = bool(getattr(args, "json", False))
+    try:
+        if args.command == "strategies":
+            return cmd_strategies()
+        if args.command == "server":
+            return cmd_server(args.action)
+        if args.command == "load":
+            spec = spec_from_args(args)
+            spec.target.mode = LoadMode(args.mode)
+            spec.target.key = list(args.key)
+            return cmd_load(spec, as_json, args.save_profile)
+        if args.command == "run":
+            from core import profile
+
+            spec, _rest = profile.load(args.profile)
+            if args.dsn:
+                spec.dsn = args.dsn
+            if args.resume:
+                raise ConfigError("--resume needs per-batch commits, which are not available yet")
+            return cmd_load(spec, as_json)
+        if args.command == "compare":
+            from app.compare_cli import cmd_compare
+
+            return cmd_compare(args)
+    except SluiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if as_json:
+            _emit_json({"error": str(exc), "kind": type(exc).__name__})
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_USAGE

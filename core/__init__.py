@@ -1,0 +1,1 @@
+"""Sluice's loading engine: sources, mapping, strategies and jobs. Never imports Qt."""

@@ -1,0 +1,105 @@
+"""Connections, names and table introspection. All SQL is composed with psycopg.sql."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from core.errors import ConfigError, ConnectError
+
+
+def strip_password(dsn: str) -> str:
+    """The DSN without its password, for profiles, logs and messages."""
+    if not dsn:
+        return dsn
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"not a valid connection string: {exc}") from None
+    params.pop("password", None)
+    return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+
+
+def resolve_dsn(dsn: str | None) -> str:
+    """The given DSN, or the embedded server's when none is given."""
+    if dsn:
+        return dsn
+    from core.embedded import embedded_uri
+
+    return embedded_uri()
+
+
+def connect(dsn: str, *, autocommit: bool = False, **kwargs: Any) -> psycopg.Connection[Any]:
+    try:
+        return psycopg.connect(dsn, autocommit=autocommit, **kwargs)
+    except psycopg.OperationalError as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConnectError(f"cannot connect to {strip_password(dsn) or 'the server'}: {msg}") from None
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table name taken literally: it may hold dots, quotes or spaces."""
+
+    name: str
+    schema: str | None = None
+
+    def ident(self) -> sql.Identifier:
+        return sql.Identifier(self.schema, self.name) if self.schema else sql.Identifier(self.name)
+
+    def display(self) -> str:
+        return f"{self.schema}.{self.name}" if self.schema else self.name
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # as format_type() spells it
+    not_null: bool = False
+
+
+def table_columns(conn: psycopg.Connection[Any], ref: TableRef) -> list[Column] | None:
+    """The table's columns in order, or None when there is no such table."""
+    # to_regclass takes the name as text: pass it quoted so dots and quotes stay literal.
+    qualified = ref.ident().as_string(conn)
+    rows = conn.execute(
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull"
+        " FROM pg_attribute a WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0"
+        " AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum",
+        (qualified,),
+    ).fetchall()
+    if not rows:
+        exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
+        return [] if exists and exists[0] else None
+    return [Column(r[0], r[1], bool(r[2])) for r in rows]
+
+
+def list_schemas(conn: psycopg.Connection[Any]) -> list[str]:
+    rows = conn.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' "
+        "AND nspname <> 'information_schema' ORDER BY 1"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def list_tables(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND c.relname NOT LIKE '\\_sluice\\_%%'"
+        " ORDER BY 1",
+        (schema,),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def supports_two_phase(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SHOW max_prepared_transactions").fetchone()
+    return bool(row and int(row[0]) > 0)
+
+
+def server_version(conn: psycopg.Connection[Any]) -> int:
+    return conn.info.server_version

@@ -1,0 +1,77 @@
+"""Find the bad row of a failed batch and explain it: row, column, value, reason."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from core.db import TableRef, connect
+
+
+def server_reason(exc: psycopg.Error) -> str:
+    """The server's message, first line, with its detail when it helps."""
+    lines = str(exc).strip().splitlines()
+    text = exc.diag.message_primary or (lines[0] if lines else type(exc).__name__)
+    detail = exc.diag.message_detail
+    return f"{text} ({detail})" if detail else text
+
+
+def first_bad_row(dsn: str, table: TableRef, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> int | None:
+    """Bisect inside savepoints of a transaction that is rolled back: O(log n) statements.
+
+    Rows that pass are kept until the end, so a row that clashes with an earlier row
+    of the same batch (a duplicate key) is found too.
+    """
+    stmt = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+        table.ident(),
+        sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+    )
+    with connect(dsn) as conn:
+        cur = conn.cursor()
+        # Open the outer transaction first: transaction() blocks then become savepoints
+        # instead of committing on their own.
+        cur.execute("SELECT 1")
+
+        def ok(part: Sequence[tuple[Any, ...]]) -> bool:
+            try:
+                with conn.transaction():
+                    cur.executemany(stmt, part)
+            except psycopg.Error:
+                return False
+            return True
+
+        try:
+            lo, hi = 0, len(rows)
+            if ok(rows):
+                return None
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if ok(rows[lo:mid]):
+                    lo = mid
+                else:
+                    hi = mid
+            return lo
+        finally:
+            conn.rollback()
+
+
+def bad_column(
+    dsn: str, columns: Sequence[str], types: Sequence[str], values: Sequence[Any], exc: psycopg.Error | None
+) -> tuple[str | None, Any]:
+    """The column (and its value) the server could not take, when one can be named."""
+    if exc is not None and exc.diag.column_name and exc.diag.column_name in columns:
+        i = list(columns).index(exc.diag.column_name)
+        return columns[i], values[i] if i < len(values) else None
+    with connect(dsn, autocommit=True) as conn:
+        for name, pg_type, value in zip(columns, types, values):
+            if value is None:
+                continue
+            try:
+                conn.execute(sql.SQL("SELECT %s::{}").format(sql.SQL(pg_type)), (value,))
+            except psycopg.Error:
+                return name, value
+    return None, None

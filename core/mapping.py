@@ -1,0 +1,155 @@
+"""Column mapping: which source column feeds which target column, applied column-wise.
+
+Mapped batches are text in PostgreSQL's input syntax (None for NULL): the server
+does the final conversion to each target type, so every strategy stores the same
+values and no precision is lost on the way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+from psycopg import sql
+
+from core.db import Column, TableRef
+from core.errors import ConfigError
+from core.spec import ColumnMap
+
+
+def pg_text(series: pl.Series) -> pl.Series:
+    """A column of any polars type as PostgreSQL input text, column-wise."""
+    dt = series.dtype
+    if dt == pl.String:
+        return series
+    if dt == pl.Boolean:
+        return series.cast(pl.String)
+    if dt.is_integer() or dt.is_decimal():
+        return series.cast(pl.String)
+    if dt.is_float():
+        # polars spells NaN/inf/-inf the way PostgreSQL's float input accepts them.
+        return series.cast(pl.String)
+    if isinstance(dt, pl.Datetime):
+        if dt.time_zone:
+            return series.dt.convert_time_zone("UTC").dt.to_string("%Y-%m-%d %H:%M:%S%.f+00:00")
+        return series.dt.to_string("%Y-%m-%d %H:%M:%S%.f")
+    if dt == pl.Date or dt == pl.Time:
+        return series.cast(pl.String)
+    if isinstance(dt, pl.Duration):
+        return (series.dt.total_microseconds().cast(pl.String) + " microseconds").alias(series.name)
+    if dt == pl.Binary:
+        return ("\\x" + series.bin.encode("hex")).alias(series.name)
+    if isinstance(dt, (pl.List, pl.Array, pl.Struct)):
+        return (
+            pl.DataFrame({series.name: series})
+            .select(pl.col(series.name).map_elements(_json_text, return_dtype=pl.String))
+            .to_series()
+        )
+    if dt == pl.Null:
+        return series.cast(pl.String)
+    return series.cast(pl.String)
+
+
+def _json_text(value: object) -> str:
+    import json
+
+    return json.dumps(value.to_list() if isinstance(value, pl.Series) else value, default=str)
+
+
+def suggested_type(series: pl.Series, dtype: pl.DataType | None = None) -> str:
+    from core.pgtypes import infer_from_dtype, infer_pg_type
+
+    dt = dtype if dtype is not None else series.dtype
+    if isinstance(dt, (pl.List, pl.Array, pl.Struct)):
+        return "jsonb"
+    if dt == pl.String:
+        return infer_pg_type(series)
+    return infer_from_dtype(dt)
+
+
+def default_mapping(
+    source_columns: Sequence[str],
+    sample: pl.DataFrame,
+    target_columns: Sequence[Column] | None = None,
+) -> list[ColumnMap]:
+    """Source columns onto an existing table (by name, else by position) or a new one."""
+    if target_columns:
+        by_name = {c.name.lower(): c for c in target_columns}
+        maps: list[ColumnMap] = []
+        matched = [s for s in source_columns if s.lower() in by_name]
+        if matched:
+            for s in source_columns:
+                col = by_name.get(s.lower())
+                maps.append(
+                    ColumnMap(
+                        target=col.name if col else s, source=s, type=col.type if col else "text", include=bool(col)
+                    )
+                )
+            return maps
+        for i, s in enumerate(source_columns):
+            col = target_columns[i] if i < len(target_columns) else None
+            maps.append(
+                ColumnMap(
+                    target=col.name if col else s, source=s, type=col.type if col else "text", include=col is not None
+                )
+            )
+        return maps
+    return [
+        ColumnMap(target=s, source=s, type=suggested_type(sample[s]) if s in sample.columns else "text")
+        for s in source_columns
+    ]
+
+
+def included(maps: Sequence[ColumnMap]) -> list[ColumnMap]:
+    return [m for m in maps if m.include]
+
+
+def validate(maps: Sequence[ColumnMap], source_columns: Sequence[str]) -> None:
+    inc = included(maps)
+    if not inc:
+        raise ConfigError("the mapping includes no column")
+    names = [m.target for m in inc]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"target column named twice in the mapping: {', '.join(dupes)}")
+    known = set(source_columns)
+    for m in inc:
+        if m.source is not None and m.source not in known:
+            raise ConfigError(f"mapping names source column {m.source!r}, which the file does not have")
+        if not m.target:
+            raise ConfigError("a mapped column has an empty target name")
+
+
+def apply(frame: pl.DataFrame, maps: Sequence[ColumnMap]) -> pl.DataFrame:
+    """The batch as target columns of PostgreSQL text, column-wise (no per-row Python)."""
+    cols: list[pl.Series] = []
+    for m in included(maps):
+        if m.source is None:
+            cols.append(pl.Series(m.target, [m.constant] * frame.height, dtype=pl.String))
+        else:
+            cols.append(pg_text(frame.get_column(m.source)).alias(m.target))
+    return pl.DataFrame(cols) if cols else pl.DataFrame()
+
+
+def is_identity(maps: Sequence[ColumnMap], source_columns: Sequence[str]) -> bool:
+    """True when every source column goes, in file order, to one target column.
+
+    Then COPY can take the file's own bytes: fields map to target columns by position.
+    """
+    inc = included(maps)
+    return len(inc) == len(source_columns) and all(m.source == s for m, s in zip(inc, source_columns))
+
+
+def create_table_sql(ref: TableRef, maps: Sequence[ColumnMap]) -> sql.Composed:
+    cols = [sql.SQL("{} {}").format(sql.Identifier(m.target), sql.SQL(_checked_type(m.type))) for m in included(maps)]
+    return sql.SQL("CREATE TABLE {} ({})").format(ref.ident(), sql.SQL(", ").join(cols))
+
+
+def _checked_type(name: str) -> str:
+    """Type names go into DDL as SQL text, so only type-name characters pass."""
+    import re
+
+    text = name.strip()
+    if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_ ."]*(\(\s*\d+\s*(,\s*-?\d+\s*)?\))?(\s*\[\s*\])*', text):
+        raise ConfigError(f"not a type name: {name!r}")
+    return text

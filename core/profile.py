@@ -1,0 +1,111 @@
+"""Import profiles: a load's whole set-up as versioned TOML, never with a password."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from core.db import strip_password
+from core.errors import ConfigError
+from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
+
+VERSION = 1
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    """TOML has no null: leave unset options out."""
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def to_toml(spec: LoadSpec, extra: dict[str, Any] | None = None) -> str:
+    doc: dict[str, Any] = {"version": VERSION}
+    if spec.dsn:
+        doc["connection"] = {"dsn": strip_password(spec.dsn)}
+    doc["source"] = _clean(asdict(spec.source))
+    target = _clean(asdict(spec.target))
+    target["mode"] = spec.target.mode.value
+    doc["target"] = target
+    doc["load"] = _clean(
+        {
+            "strategy": spec.strategy,
+            "batch_rows": spec.batch_rows,
+            "workers": spec.workers,
+            "commit": spec.commit.value,
+            "on_error": spec.on_error.value,
+            "reject_file": spec.reject_file,
+            "reject_limit": spec.reject_limit,
+            "reject_limit_pct": spec.reject_limit_pct,
+        }
+    )
+    if spec.columns is not None:
+        doc["columns"] = [_clean(asdict(c)) for c in spec.columns]
+    if extra:
+        doc.update(extra)
+    return tomli_w.dumps(doc)
+
+
+def save(spec: LoadSpec, path: str | Path, extra: dict[str, Any] | None = None) -> None:
+    Path(path).write_text(to_toml(spec, extra), encoding="utf-8")
+
+
+def _pick(cls: type, data: dict[str, Any], section: str) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ConfigError(f"profile [{section}] has unknown keys: {', '.join(sorted(unknown))}")
+    return data
+
+
+def from_toml(text: str, *, base_dir: Path | None = None) -> tuple[LoadSpec, dict[str, Any]]:
+    """The spec, and the rest of the document (e.g. [compare]) for callers that want it."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not a valid profile: {exc}") from None
+    version = doc.get("version")
+    if version != VERSION:
+        raise ConfigError(f"profile version {version!r} is not supported (this Sluice reads version {VERSION})")
+    try:
+        src = SourceOptions(**_pick(SourceOptions, dict(doc["source"]), "source"))
+        if base_dir is not None and not Path(src.path).is_absolute():
+            src.path = str((base_dir / src.path).resolve())
+        tgt = dict(doc["target"])
+        tgt["mode"] = LoadMode(tgt.get("mode", "append"))
+        target = TargetSpec(**_pick(TargetSpec, tgt, "target"))
+        load = dict(doc.get("load", {}))
+        spec = LoadSpec(
+            source=src,
+            target=target,
+            strategy=load.pop("strategy", "copy-csv"),
+            batch_rows=int(load.pop("batch_rows", 10_000)),
+            workers=int(load.pop("workers", 2)),
+            commit=CommitMode(load.pop("commit", "single")),
+            on_error=ErrorPolicy(load.pop("on_error", "abort")),
+            reject_file=load.pop("reject_file", None),
+            reject_limit=load.pop("reject_limit", None),
+            reject_limit_pct=load.pop("reject_limit_pct", None),
+            dsn=(doc.get("connection") or {}).get("dsn"),
+        )
+        if load:
+            raise ConfigError(f"profile [load] has unknown keys: {', '.join(sorted(load))}")
+        if "columns" in doc:
+            spec.columns = [ColumnMap(**_pick(ColumnMap, dict(c), "columns")) for c in doc["columns"]]
+    except KeyError as exc:
+        raise ConfigError(f"profile is missing [{exc.args[0]}]") from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"profile has a bad value: {exc}") from None
+    rest = {k: v for k, v in doc.items() if k not in ("version", "connection", "source", "target", "load", "columns")}
+    return spec, rest
+
+
+def load(path: str | Path) -> tuple[LoadSpec, dict[str, Any]]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read profile {p}: {exc.strerror}") from None
+    return from_toml(text, base_dir=p.parent)

@@ -1,0 +1,1 @@
+"""Readers that turn source files into bounded batches."""

@@ -1,0 +1,41 @@
+"""Pick the reader for a file."""
+
+from __future__ import annotations
+
+from core.errors import ConfigError, SourceError
+from core.sources.base import Source
+from core.spec import FORMATS, SourceOptions
+
+
+def open_source(options: SourceOptions) -> Source:
+    from core.sources.sniff import detect_format
+
+    fmt = options.format
+    if fmt is None:
+        try:
+            fmt = detect_format(options.path)
+        except FileNotFoundError:
+            raise SourceError("file not found", path=options.path) from None
+        except OSError as exc:
+            raise SourceError(f"cannot read the file: {exc.strerror}", path=options.path) from None
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    options.format = fmt
+    if fmt in ("csv", "tsv"):
+        from core.sources.csv_source import CsvSource
+
+        return CsvSource(options, tsv=fmt == "tsv")
+    if fmt == "sql":
+        from core.sources.sql_source import SqlScriptSource
+
+        return SqlScriptSource(options)
+    from core.sources import typed_sources as t
+
+    cls: type[Source] = {
+        "parquet": t.ParquetSource,
+        "arrow": t.ArrowSource,
+        "ndjson": t.NdjsonSource,
+        "json": t.JsonSource,
+        "excel": t.ExcelSource,
+    }[fmt]
+    return cls(options)

@@ -1,0 +1,76 @@
+"""What a load is: plain dataclasses shared by the CLI, profiles and the window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class LoadMode(StrEnum):
+    APPEND = "append"
+    TRUNCATE = "truncate"
+    CREATE = "create"
+    UPSERT = "upsert"
+
+
+class CommitMode(StrEnum):
+    SINGLE = "single"
+    PER_BATCH = "per-batch"
+
+
+class ErrorPolicy(StrEnum):
+    ABORT = "abort"
+    SKIP = "skip"
+
+
+FORMATS = ("csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow")
+
+
+@dataclass
+class SourceOptions:
+    """How to read the source. `None` means "sniff it"."""
+
+    path: str
+    format: str | None = None
+    delimiter: str | None = None
+    quote: str | None = None
+    header: bool | None = None
+    encoding: str | None = None
+    null: str | None = None
+    sheet: str | None = None
+
+
+@dataclass
+class ColumnMap:
+    """One target column: where its values come from and what it is called."""
+
+    target: str
+    source: str | None = None  # source column name; None means `constant`
+    type: str = "text"  # PostgreSQL type of the target column
+    include: bool = True
+    constant: str | None = None  # used when source is None (None -> NULL)
+
+
+@dataclass
+class TargetSpec:
+    table: str
+    schema: str | None = None
+    mode: LoadMode = LoadMode.APPEND
+    key: list[str] = field(default_factory=list)  # upsert conflict columns
+    ddl: str | None = None  # edited CREATE TABLE text for mode=create
+
+
+@dataclass
+class LoadSpec:
+    source: SourceOptions
+    target: TargetSpec
+    strategy: str = "copy-csv"
+    batch_rows: int = 10_000
+    workers: int = 2
+    commit: CommitMode = CommitMode.SINGLE
+    on_error: ErrorPolicy = ErrorPolicy.ABORT
+    reject_file: str | None = None
+    reject_limit: int | None = None  # abort when more rows than this are rejected
+    reject_limit_pct: float | None = None  # ... or more than this percentage
+    columns: list[ColumnMap] | None = None  # None: every source column as it is
+    dsn: str | None = None  # None: the embedded server; never holds a password

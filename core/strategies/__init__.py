@@ -1,0 +1,1 @@
+"""Load strategies: one small class each behind one interface."""

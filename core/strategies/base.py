@@ -1,0 +1,152 @@
+"""The one interface every load strategy implements, and the registry of their ids."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import polars as pl
+import psycopg
+from psycopg import sql
+
+from core.cancel import CancelToken
+from core.db import TableRef, connect
+
+
+@dataclass
+class WriteContext:
+    dsn: str
+    table: TableRef  # where the rows go: the target, or a staging table
+    columns: list[str]  # target column names, in the mapped frame's order
+    types: list[str]  # their PostgreSQL types (format_type spelling)
+    batch_rows: int = 10_000
+    workers: int = 2
+    cancel: CancelToken = field(default_factory=CancelToken)
+    log: Callable[[str], None] = lambda _msg: None
+    copy_options: dict[str, str] = field(default_factory=dict)  # raw CSV pass-through dialect
+
+
+class WriteFailed(Exception):
+    """A write the server refused; `row` is the failing row's index within the written frame."""
+
+    def __init__(self, error: psycopg.Error, row: int | None = None) -> None:
+        self.error = error
+        self.row = row
+        super().__init__(str(error))
+
+
+class Strategy(ABC):
+    """Opens its connection(s), writes mapped batches, commits or rolls back.
+
+    Transactional strategies leave `conn` inside an open transaction until commit(),
+    so the job can truncate, checkpoint or set savepoints in the same transaction.
+    """
+
+    id: ClassVar[str]
+    title: ClassVar[str]
+    summary: ClassVar[str]  # one line, for `strategies` and the window
+    lesson: ClassVar[str]  # what the seed measured, in plain words
+    seed: ClassVar[str]
+    transactional: ClassVar[bool] = True  # False: it commits every row by itself
+    multi_connection: ClassVar[bool] = False
+    script_only: ClassVar[bool] = False
+    streams_raw_csv: ClassVar[bool] = False  # can take the CSV file's own bytes
+    stream_rows: ClassVar[bool] = False  # WriteFailed.row counts from the load's start, not the batch's
+
+    def __init__(self, ctx: WriteContext) -> None:
+        self.ctx = ctx
+        self.conn: psycopg.Connection[Any] | None = None
+        self._unhook: Callable[[], None] | None = None
+
+    def open(self) -> None:
+        self.conn = connect(self.ctx.dsn, autocommit=not self.transactional)
+        self._hook(self.conn)
+
+    def _hook(self, conn: psycopg.Connection[Any]) -> None:
+        self._unhook = self.ctx.cancel.add_hook(conn.cancel_safe)
+
+    @abstractmethod
+    def write(self, frame: pl.DataFrame) -> int:
+        """Send the rows; return how many the server took. Raise WriteFailed."""
+
+    def flush(self) -> None:
+        """End any statement still streaming (e.g. an open COPY)."""
+
+    def commit(self) -> None:
+        self.flush()
+        if self.conn is not None and self.transactional:
+            self.conn.commit()
+
+    def rollback(self) -> None:
+        if self.conn is not None and not self.conn.closed:
+            try:
+                self.conn.rollback()
+            except psycopg.Error:
+                pass
+
+    def close(self) -> None:
+        if self._unhook:
+            self._unhook()
+            self._unhook = None
+        if self.conn is not None:
+            self.conn.close()
+
+    # -- shared SQL -------------------------------------------------------------------
+
+    def column_list(self) -> sql.Composable:
+        return sql.SQL(", ").join(sql.Identifier(c) for c in self.ctx.columns)
+
+    def insert_sql(self, rows: int = 1) -> sql.Composed:
+        one = sql.SQL("({})").format(sql.SQL(", ").join(sql.Placeholder() * len(self.ctx.columns)))
+        return sql.SQL("INSERT INTO {} ({}) VALUES {}").format(
+            self.ctx.table.ident(), self.column_list(), sql.SQL(", ").join([one] * rows)
+        )
+
+
+REGISTRY: dict[str, type[Strategy]] = {}
+
+
+def register(cls: type[Strategy]) -> type[Strategy]:
+    REGISTRY[cls.id] = cls
+    return cls
+
+
+def get_strategy(strategy_id: str) -> type[Strategy]:
+    from core.errors import ConfigError
+    from core.strategies import catalogue  # noqa: F401 - fills REGISTRY
+
+    try:
+        return REGISTRY[strategy_id]
+    except KeyError:
+        raise ConfigError(f"unknown strategy {strategy_id!r}; see `python -m app strategies`") from None
+
+
+ORDER = [
+    "connection-per-row",
+    "row-autocommit",
+    "row-transaction",
+    "executemany",
+    "pipeline",
+    "multirow-values",
+    "unnest",
+    "copy-text",
+    "copy-csv",
+    "copy-binary",
+    "parallel-copy",
+    "script-autocommit",
+    "script-transaction",
+    "script-do-block",
+]
+
+
+def all_strategies() -> list[type[Strategy]]:
+    """Every strategy, in the catalogue's order (slowest idea first, as the seeds tell it)."""
+    from core.strategies import catalogue  # noqa: F401
+
+    return sorted(REGISTRY.values(), key=lambda c: ORDER.index(c.id) if c.id in ORDER else len(ORDER))
+
+
+def rows_of(frame: pl.DataFrame) -> list[tuple[Any, ...]]:
+    return frame.rows()

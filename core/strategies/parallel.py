@@ -1,0 +1,186 @@
+"""COPY over N connections fed from one reader (seed 004's four COPY streams)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import uuid
+from typing import Any
+
+import polars as pl
+import psycopg
+from psycopg import sql
+
+from core.db import connect
+from core.strategies.base import Strategy, WriteFailed, register
+from core.strategies.copy import copy_error_row
+
+_STOP = object()
+
+
+class _Worker(threading.Thread):
+    def __init__(self, owner: ParallelCopy, index: int, conn: psycopg.Connection[Any]) -> None:
+        super().__init__(name=f"sluice-copy-{index}", daemon=True)
+        self.owner, self.index, self.conn = owner, index, conn
+        self.error: WriteFailed | None = None
+        self.rows = 0
+        self.sent: list[tuple[int, int]] = []  # (first source row, rows) of each chunk, in stream order
+
+    def run(self) -> None:
+        q = self.owner.queue
+        stopped = False
+        try:
+            cur = self.conn.cursor()
+            with cur.copy(self.owner.copy_stmt) as cp:
+                while True:
+                    item = q.get()
+                    if item is _STOP:
+                        stopped = True
+                        break
+                    data, first_row, rows = item
+                    self.sent.append((first_row, rows))
+                    cp.write(data)
+            self.rows = cur.rowcount if cur.rowcount >= 0 else sum(n for _, n in self.sent)
+            cur.close()
+        except psycopg.Error as exc:
+            self.error = WriteFailed(exc, self._source_row(copy_error_row(exc)))
+            self.owner.failed.set()
+            if not stopped:
+                self._drain(q)
+
+    def _source_row(self, stream_row: int | None) -> int | None:
+        if stream_row is None:
+            return None
+        seen = 0
+        for first, n in self.sent:
+            if stream_row < seen + n:
+                return first + stream_row - seen
+            seen += n
+        return None
+
+    def _drain(self, q: queue.Queue[Any]) -> None:
+        # Keep the reader from blocking on a full queue; stop at our own sentinel.
+        while True:
+            if q.get() is _STOP:
+                return
+
+
+@register
+class ParallelCopy(Strategy):
+    id = "parallel-copy"
+    title = "Parallel COPY"
+    summary = "COPY over N connections at once, fed from one reader"
+    lesson = "Seed 004: a distributed PostgreSQL loaded in 59 s with one COPY stream and 39 s with four."
+    seed = "004"
+    multi_connection = True
+    streams_raw_csv = True
+    stream_rows = True
+
+    two_phase = False  # set by the job: all-or-nothing across connections via PREPARE TRANSACTION
+
+    def open(self) -> None:
+        n = max(1, self.ctx.workers)
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=2 * n)
+        self.failed = threading.Event()
+        opts = self.ctx.copy_options
+        parts = [sql.SQL("FORMAT csv")]
+        for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
+            if key in opts:
+                parts.append(sql.SQL("{} {}").format(sql.SQL(word), sql.Literal(opts[key])))
+        self.copy_stmt = sql.SQL("COPY {} ({}) FROM STDIN ({})").format(
+            self.ctx.table.ident(), self.column_list(), sql.SQL(", ").join(parts)
+        )
+        self.conns = [connect(self.ctx.dsn) for _ in range(n)]
+        self._unhooks = [self.ctx.cancel.add_hook(c.cancel_safe) for c in self.conns]
+        self.conn = self.conns[0]
+        self._gtrid = f"sluice-{uuid.uuid4().hex[:16]}"
+        if self.two_phase:
+            for i, c in enumerate(self.conns):
+                c.tpc_begin(c.xid(1, self._gtrid, str(i)))
+        self.workers = [_Worker(self, i, c) for i, c in enumerate(self.conns)]
+        for w in self.workers:
+            w.start()
+        self._row = 0
+        self._finished = False
+
+    def _put(self, data: bytes, first_row: int, rows: int) -> None:
+        while True:
+            if self.failed.is_set():
+                self._raise_first()
+            self.ctx.cancel.check()
+            try:
+                self.queue.put((data, first_row, rows), timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def write(self, frame: pl.DataFrame) -> int:
+        self._put(frame.write_csv(include_header=False), self._row, frame.height)
+        self._row += frame.height
+        return frame.height
+
+    def write_raw(self, data: bytes) -> None:
+        rows = data.count(b"\n")  # exact unless quoted fields hold newlines; used for error lines only
+        self._put(data, self._row, rows)
+        self._row += rows
+
+    def set_first_row(self, row: int) -> None:
+        self._row = row
+
+    def _stop_workers(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        for _ in self.workers:
+            self.queue.put(_STOP)
+        for w in self.workers:
+            w.join()
+
+    def _raise_first(self) -> None:
+        for w in self.workers:
+            if w.error is not None:
+                raise w.error
+        raise RuntimeError("a COPY worker failed")
+
+    def flush(self) -> None:
+        self._stop_workers()
+        if any(w.error for w in self.workers):
+            self._raise_first()
+
+    @property
+    def rows_written(self) -> int:
+        return sum(w.rows for w in self.workers)
+
+    def commit(self) -> None:
+        self.flush()
+        if self.two_phase:
+            for c in self.conns:
+                c.tpc_prepare()
+            for c in self.conns:
+                c.tpc_commit()
+        else:
+            for c in self.conns:
+                c.commit()
+
+    def rollback(self) -> None:
+        if not self._finished:
+            self.failed.set()
+            for c in self.conns:
+                c.cancel_safe()
+            self._stop_workers()
+        for c in self.conns:
+            if c.closed:
+                continue
+            try:
+                if self.two_phase:
+                    c.tpc_rollback()
+                else:
+                    c.rollback()
+            except psycopg.Error:
+                pass
+
+    def close(self) -> None:
+        for u in self._unhooks:
+            u()
+        for c in self.conns:
+            c.close()
