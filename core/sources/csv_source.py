@@ -165,6 +165,8 @@ class CsvSource(Source):
                 new_columns=self._columns,
                 schema={c: pl.String for c in self._columns},
                 null_values=[d.null] if d.null else None,
+                # PostgreSQL's rule: with another null marker, an empty field is an empty string.
+                empty_string_is_null=not d.null,
                 infer_schema=False,
                 raise_if_empty=False,
             )

@@ -1,0 +1,136 @@
+"""PostgreSQL type names: inference from text or polars types, and quick conversion checks."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import polars as pl
+
+_BOOL = r"(?i)^(t|f|true|false|yes|no|y|n|on|off)$"
+_INT = r"^[+-]?\d+$"
+_DEC = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
+_SPECIAL_FLOAT = r"(?i)^[+-]?(nan|inf|infinity)$"
+_DATE = r"^\d{4}-\d{2}-\d{2}$"
+_TS = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$"
+_TSTZ = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)$"
+_TIME = r"^\d{2}:\d{2}(:\d{2}(\.\d+)?)?$"
+_UUID = r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+INT4 = 2**31
+INT8 = 2**63
+
+
+def _all(s: pl.Series, pattern: str) -> bool:
+    return bool(s.str.contains(pattern).all())
+
+
+def infer_pg_type(values: pl.Series) -> str:
+    s = values.drop_nulls().cast(pl.String).str.strip_chars()
+    s = s.filter(s != "")
+    if s.len() == 0:
+        return "text"
+    if _all(s, _BOOL):
+        return "boolean"
+    if _all(s, _INT):
+        ints = s.cast(pl.Int64, strict=False)
+        if ints.null_count():
+            return "numeric"
+        lo, hi = ints.min(), ints.max()
+        assert isinstance(lo, int) and isinstance(hi, int)
+        return "integer" if -INT4 <= lo and hi < INT4 else "bigint"
+    if bool((s.str.contains(_DEC) | s.str.contains(_SPECIAL_FLOAT)).all()):
+        digits = s.str.replace_all(r"[^0-9]", "").str.strip_chars_start("0").str.len_chars()
+        if s.str.contains(r"[eE]|(?i)nan|inf").any():
+            return "double precision"
+        return "numeric" if (digits.max() or 0) > 15 else "double precision"  # type: ignore[operator]
+    if _all(s, _DATE):
+        return "date" if s.str.to_date("%Y-%m-%d", strict=False).null_count() == 0 else "text"
+    if _all(s, _TSTZ):
+        return "timestamptz"
+    if _all(s, _TS):
+        return "timestamp"
+    if _all(s, _TIME):
+        return "time"
+    if _all(s, _UUID):
+        return "uuid"
+    if _all(s, r"^\s*[\[{]"):
+        try:
+            for v in s.head(200).to_list():
+                json.loads(v)
+            return "jsonb"
+        except ValueError:
+            return "text"
+    return "text"
+
+
+def infer_from_dtype(dtype: pl.DataType) -> str:
+    if dtype in (pl.Int8, pl.Int16, pl.UInt8):
+        return "smallint"
+    if dtype in (pl.Int32, pl.UInt16):
+        return "integer"
+    if dtype in (pl.Int64, pl.UInt32):
+        return "bigint"
+    if dtype == pl.UInt64:
+        return "numeric"
+    if dtype == pl.Float32:
+        return "real"
+    if dtype == pl.Float64:
+        return "double precision"
+    if isinstance(dtype, pl.Decimal):
+        return f"numeric({dtype.precision},{dtype.scale})" if dtype.precision else "numeric"
+    if dtype == pl.Boolean:
+        return "boolean"
+    if dtype == pl.Date:
+        return "date"
+    if isinstance(dtype, pl.Datetime):
+        return "timestamptz" if dtype.time_zone else "timestamp"
+    if dtype == pl.Time:
+        return "time"
+    if isinstance(dtype, pl.Duration):
+        return "interval"
+    if dtype == pl.Binary:
+        return "bytea"
+    if isinstance(dtype, (pl.List, pl.Array, pl.Struct, pl.Object)):
+        return "jsonb"
+    return "text"
+
+
+_ALIASES = {
+    "int": "integer", "int4": "integer", "int8": "bigint", "int2": "smallint", "float8": "double precision",
+    "float4": "real", "bool": "boolean", "timestamp with time zone": "timestamptz",
+    "timestamp without time zone": "timestamp", "varchar": "character varying", "decimal": "numeric",
+    "time without time zone": "time",
+}
+
+
+def normalize_type(name: str) -> str:
+    t = re.sub(r"\s+", " ", name.strip().lower())
+    m = re.match(r"^([a-z ]+?)\s*(\(.*\))?$", t)
+    if not m:
+        return t
+    base, args = m.group(1), m.group(2) or ""
+    return _ALIASES.get(base, base) + args.replace(" ", "")
+
+
+def value_converts(value: str, pg_type: str) -> bool:
+    """Best-effort client-side check, for the mapping editor's warnings."""
+    t = normalize_type(pg_type)
+    base = t.split("(")[0]
+    v = value.strip()
+    checks = {
+        "boolean": _BOOL, "integer": _INT, "bigint": _INT, "smallint": _INT, "date": _DATE,
+        "timestamp": _TS + "|" + _TSTZ, "timestamptz": _TSTZ + "|" + _TS, "time": _TIME, "uuid": _UUID,
+    }
+    if base in checks:
+        return re.match(checks[base], v) is not None
+    if base in ("numeric", "double precision", "real"):
+        return re.match(_DEC, v) is not None or re.match(_SPECIAL_FLOAT, v) is not None
+    if base in ("json", "jsonb"):
+        try:
+            json.loads(value)
+            return True
+        except ValueError:
+            return False
+    if base == "character varying" and "(" in t:
+        return len(value) <= int(t.split("(")[1].rstrip(")"))
+    return True
