@@ -67,6 +67,7 @@ class Converter:
     wire_type: str
     fn: Callable[[str], Any] | None  # None: the text goes as it is
     vector: Callable[[pl.Series], pl.Series] | None = None  # column-wise fast path
+    pg_type: str = ""  # as the table spells it, for messages
 
     def column(self, s: pl.Series) -> list[Any]:
         if self.vector is not None:
@@ -74,7 +75,7 @@ class Converter:
             bad = out.is_null() & s.is_not_null()
             if bad.any():
                 i = int(bad.arg_true()[0])
-                raise BadValue(i, self.name, str(s[i]), f"invalid input for type {self.wire_type}")
+                raise BadValue(i, self.name, str(s[i]), f"invalid input syntax for type {self.pg_type}")
             return out.to_list()
         values = s.to_list()
         if self.fn is None:
@@ -88,7 +89,7 @@ class Converter:
             try:
                 out_list.append(fn(v))
             except (ValueError, TypeError, OverflowError) as exc:
-                raise BadValue(i, self.name, v, f"invalid input for type {self.wire_type}: {exc}") from None
+                raise BadValue(i, self.name, v, f"invalid input syntax for type {self.pg_type}: {exc}") from None
         return out_list
 
 
@@ -123,10 +124,10 @@ def converters_for(types: list[str], columns: list[str]) -> list[Converter]:
         m = _BASE.match(pg_type.strip().lower())
         base = m.group(1) if m and not m.group(3) else pg_type
         if base in _INTS:
-            out.append(Converter(name, _INTS[base], None, _int_vector))
+            out.append(Converter(name, _INTS[base], None, _int_vector, pg_type))
         elif base in _BY_TYPE:
             wire, fn = _BY_TYPE[base]
-            out.append(Converter(name, wire, fn))
+            out.append(Converter(name, wire, fn, None, pg_type))
         else:
             raise ConfigError(f"copy-binary cannot send column {name!r} of type {pg_type}; use copy-csv for this table")
     return out
