@@ -83,7 +83,7 @@ class ScriptDoBlock(_Script):
 
     def write(self, frame: pl.DataFrame) -> int:
         assert self.conn is not None
-        body = [sql.SQL("BEGIN")]
+        body: list[sql.Composable] = []
         for group in statement_groups(frame, self.lines):
             values = sql.SQL(", ").join(
                 sql.SQL("({})").format(sql.SQL(", ").join(sql.Literal(v) for v in r)) for r in group
@@ -91,7 +91,7 @@ class ScriptDoBlock(_Script):
             body.append(
                 sql.SQL("INSERT INTO {} ({}) VALUES {}").format(self.ctx.table.ident(), self.column_list(), values)
             )
-        text = sql.SQL(";\n").join(body).as_string(self.conn) + ";\nEND"
+        text = "BEGIN\n" + sql.SQL(";\n").join(body).as_string(self.conn) + ";\nEND"
         try:
             self.conn.execute(sql.SQL("DO {}").format(sql.Literal(text)))
         except psycopg.Error as exc:
