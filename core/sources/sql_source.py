@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import polars as pl
-
 from core.errors import SourceError
 from core.sources.base import Batch, Source
 from core.sources.sqlscript_parser import InsertTarget, ParsedChunk, ScriptError, iter_script, validate_script
@@ -31,7 +29,7 @@ class SqlScriptSource(Source):
             return list(target.columns)
         width = 0
         for chunk in iter_script(str(self.path), encoding=self.encoding, rows_per_chunk=1):
-            width = len(chunk.columns)
+            width = chunk.frame.width
             break
         return [f"column_{i + 1}" for i in range(width)]
 
@@ -55,9 +53,7 @@ class SqlScriptSource(Source):
             if row + n <= skip_rows:
                 row += n
                 continue
-            frame = pl.DataFrame(
-                {name: pl.Series(name, values, dtype=pl.String) for name, values in zip(self._columns, chunk.columns)}
-            )
+            frame = chunk.frame.rename(dict(zip(chunk.frame.columns, self._columns)))
             lines = chunk.lines
             if row < skip_rows:
                 cut = skip_rows - row

@@ -8,8 +8,10 @@ which refuses whatever is not a literal.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+import polars as pl
 
 
 class ScriptError(Exception):
@@ -28,11 +30,15 @@ class InsertTarget:
 @dataclass
 class ParsedChunk:
     target: InsertTarget
-    columns: list[list[str | None]]
+    frame: pl.DataFrame  # string columns c0..cN, None for NULL
     lines: list[int]
     statements: int
     bytes_end: int
     ignored: int = 0
+
+    @property
+    def columns(self) -> list[list[str | None]]:
+        return [self.frame.get_column(c).to_list() for c in self.frame.columns]
 
 
 _IDENT = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)'
@@ -210,41 +216,68 @@ def _values_slow(text: str, line: int) -> tuple[list[list[str | None]], int]:
 # -- statement splitting over a stream --------------------------------------------------
 
 
-def _statements(path: str, encoding: str) -> Iterator[tuple[str, int, int]]:
+FastHook = Callable[[str, int], bool]
+_BARE = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|NULL|TRUE|FALSE|null|true|false"
+# Values with no quote at all: numbers, NULL, booleans only.
+_BARE_BODY = re.compile(rf"\s*(?:{_BARE})(?:\s*,\s*(?:{_BARE}))*\s*")
+
+
+BulkHook = Callable[[list[str], int], bool]
+
+
+def _statements(
+    path: str,
+    encoding: str,
+    fast: FastHook | None = None,
+    fast_full: Callable[[], bool] | None = None,
+    bulk: BulkHook | None = None,
+) -> Iterator[tuple[str, int, int]]:
     """(statement text incl. ';', start line, byte offset after it), streaming.
 
     Splits on ';' outside strings, comments and dollar quotes. Backslash meta-command
-    lines are yielded as their own statement.
+    lines come as their own statement. An empty text is a tick after rows went through
+    a hook, so the caller can hand out a full chunk.
     """
     with open(path, "rb") as f:
-        raw_first = f.read(3)
-        if raw_first != b"\xef\xbb\xbf":
+        if f.read(3) != b"\xef\xbb\xbf":
             f.seek(0)
         line_no = 1
         buf = ""
         buf_line = 1
         offset = f.tell()
-        for raw in f:
-            offset += len(raw)
-            text = raw.decode(encoding)
-            if not buf:
-                stripped = text.strip()
-                if not stripped or stripped.startswith("--"):
+        while True:
+            block = f.readlines(1 << 20)
+            if not block:
+                break
+            if not buf and bulk is not None and bulk([b.decode(encoding) for b in block], line_no):
+                line_no += len(block)
+                offset += sum(len(b) for b in block)
+                yield "", line_no, offset
+                continue
+            for raw in block:
+                offset += len(raw)
+                text = raw.decode(encoding)
+                if not buf and fast is not None and fast(text, line_no):
                     line_no += 1
+                    if fast_full is not None and fast_full():
+                        yield "", line_no, offset
                     continue
-                if stripped.startswith("\\"):
-                    yield stripped, line_no, offset
-                    line_no += 1
-                    continue
-                buf_line = line_no
-            buf += text
-            line_no += 1
-            if ";" in text and _complete(buf):
-                yield buf, buf_line, offset
-                buf = ""
-        if buf.strip():
-            if _only_comments(buf):
-                return
+                if not buf:
+                    stripped = text.strip()
+                    if not stripped or stripped.startswith("--"):
+                        line_no += 1
+                        continue
+                    if stripped.startswith("\\"):
+                        yield stripped, line_no, offset
+                        line_no += 1
+                        continue
+                    buf_line = line_no
+                buf += text
+                line_no += 1
+                if ";" in text and _complete(buf):
+                    yield buf, buf_line, offset
+                    buf = ""
+        if buf.strip() and not _only_comments(buf):
             raise ScriptError("unterminated statement at end of file", buf_line, buf.strip()[:60])
 
 
@@ -282,32 +315,90 @@ def _only_comments(text: str) -> bool:
 
 
 def iter_script(path: str, *, encoding: str = "utf-8", rows_per_chunk: int = 50_000) -> Iterator[ParsedChunk]:
-    target: InsertTarget | None = None
-    head_cache: dict[str, InsertTarget] = {}
-    cols: list[list[str | None]] = []
-    lines: list[int] = []
-    width = -1
-    statements = ignored = 0
+    st = _State()
+
+    def fast(text: str, line: int) -> bool:
+        """A one-row INSERT on one line whose head was already checked by the careful path."""
+        for head in st.fast_heads:
+            if text.startswith(head):
+                break
+        else:
+            return False
+        body = text[len(head) :].rstrip()
+        if not (body.startswith("(") and body.endswith(");")):
+            return False
+        inner = body[1:-2]
+        if "'" not in inner:
+            if not _BARE_BODY.fullmatch(inner):
+                return False
+            row: list[str | None] = [_bare(v) for v in inner.split(",")]
+        else:
+            if not _FAST_ROW.fullmatch(body[:-1]):
+                return False
+            row = [_literal_value(t) for t in _FAST_LIT.findall(body[:-1], 1)]
+        st.add(row, line, text)
+        st.statements += 1
+        return True
+
+    def full() -> bool:
+        return st.rows >= rows_per_chunk
+
+    def bulk(texts: list[str], first_line: int) -> bool:
+        """A whole block of one-row, quote-free INSERTs with the known head: parsed column-wise."""
+        if len(st.fast_heads) != 1 or st.width < 1:
+            return False
+        head = st.fast_heads[0]
+        lines = pl.Series(texts, dtype=pl.String).str.strip_chars_end()
+        if not lines.str.starts_with(head).all():
+            return False
+        body = lines.str.slice(len(head))
+        if not (body.str.starts_with("(") & body.str.ends_with(");")).all():
+            return False
+        inner = body.str.slice(1).str.head(-2)
+        if not inner.str.contains(f"^{_BARE_BODY.pattern}$").all():
+            return False
+        if not (inner.str.count_matches(",", literal=True) == st.width - 1).all():
+            return False
+        parts = inner.str.split_exact(",", st.width - 1).struct.unnest()
+        frame = parts.select(
+            pl.when(pl.col(c).str.strip_chars().str.to_lowercase().is_in(["null"]))
+            .then(None)
+            .when(pl.col(c).str.strip_chars().str.to_lowercase().is_in(["true", "false"]))
+            .then(pl.col(c).str.strip_chars().str.to_lowercase())
+            .otherwise(pl.col(c).str.strip_chars())
+            .alias(f"c{i}")
+            for i, c in enumerate(parts.columns)
+        )
+        st.add_frame(frame, list(range(first_line, first_line + len(texts))))
+        return True
+
     end = 0
-    for stmt, line, end in _statements(path, encoding):
+    for stmt, line, end in _statements(path, encoding, fast, full, bulk):
+        if st.pending_chunk(rows_per_chunk):
+            yield st.take(end)
+        if not stmt:
+            continue
         if stmt.startswith("\\"):
             if _META_OK.match(stmt):
-                ignored += 1
+                st.ignored += 1
                 continue
             raise ScriptError("refused psql meta-command", line, stmt)
         m = _HEAD.match(stmt)
         if not m:
             if _IGNORED.match(stmt):
-                ignored += 1
+                st.ignored += 1
                 continue
             raise ScriptError("refused statement (only INSERT ... VALUES is loaded)", line, stmt.strip())
         head = m.group(0)
-        tgt = head_cache.get(head)
+        tgt = st.heads.get(head)
         if tgt is None:
-            tgt = head_cache[head] = _target(m.group(1), m.group(2))
-        if target is None:
-            target = tgt
-        elif tgt != target:
+            tgt = _target(m.group(1), m.group(2))
+            st.heads[head] = tgt
+            if st.target is None or tgt == st.target:
+                st.fast_heads = (*st.fast_heads, head)
+        if st.target is None:
+            st.target = tgt
+        elif tgt != st.target:
             raise ScriptError(
                 "all statements must insert into the same table and columns as the first one", line, stmt.strip()
             )
@@ -318,20 +409,74 @@ def iter_script(path: str, *, encoding: str = "utf-8", rows_per_chunk: int = 50_
             if not _only_comments(rest[after:]):
                 raise ScriptError("only one statement per INSERT is loaded", line, rest[after:].strip())
         for r in rows:
-            if width < 0:
-                width = len(target.columns) if target.columns else len(r)
-                cols = [[] for _ in range(width)]
-            if len(r) != width:
-                raise ScriptError(f"a row has {len(r)} values, expected {width}", line, stmt.strip())
-            for j, v in enumerate(r):
-                cols[j].append(v)
-            lines.append(line)
-        statements += 1
-        if len(lines) >= rows_per_chunk:
-            yield ParsedChunk(target, cols, lines, statements, end, ignored)
-            cols, lines, statements = [[] for _ in range(width)], [], 0
-    if target is not None and lines:
-        yield ParsedChunk(target, cols, lines, statements, end, ignored)
+            st.add(r, line, stmt)
+        st.statements += 1
+    if st.target is not None and st.rows:
+        yield st.take(end)
+
+
+class _State:
+    """Rows gathered for the next chunk: lists from the careful path, frames from the bulk one."""
+
+    def __init__(self) -> None:
+        self.target: InsertTarget | None = None
+        self.heads: dict[str, InsertTarget] = {}
+        self.fast_heads: tuple[str, ...] = ()
+        self.cols: list[list[str | None]] = []
+        self.frames: list[pl.DataFrame] = []
+        self.lines: list[int] = []
+        self.width = -1
+        self.statements = 0
+        self.ignored = 0
+
+    @property
+    def rows(self) -> int:
+        return len(self.lines)
+
+    def add(self, row: list[str | None], line: int, stmt: str) -> None:
+        if self.width < 0:
+            assert self.target is not None
+            self.width = len(self.target.columns) if self.target.columns else len(row)
+            self.cols = [[] for _ in range(self.width)]
+        if len(row) != self.width:
+            raise ScriptError(f"a row has {len(row)} values, expected {self.width}", line, stmt.strip())
+        for col, v in zip(self.cols, row):
+            col.append(v)
+        self.lines.append(line)
+
+    def _lists_to_frame(self) -> None:
+        if self.cols and self.cols[0]:
+            self.frames.append(
+                pl.DataFrame({f"c{i}": pl.Series(c, dtype=pl.String) for i, c in enumerate(self.cols)})
+            )
+            self.cols = [[] for _ in range(self.width)]
+
+    def add_frame(self, frame: pl.DataFrame, lines: list[int]) -> None:
+        self._lists_to_frame()
+        self.frames.append(frame)
+        self.lines.extend(lines)
+        self.statements += frame.height
+
+    def pending_chunk(self, limit: int) -> bool:
+        return self.rows >= limit
+
+    def take(self, end: int) -> ParsedChunk:
+        assert self.target is not None
+        self._lists_to_frame()
+        frame = pl.concat(self.frames) if len(self.frames) > 1 else self.frames[0]
+        chunk = ParsedChunk(self.target, frame, self.lines, self.statements, end, self.ignored)
+        self.frames, self.lines, self.statements = [], [], 0
+        return chunk
+
+
+def _bare(v: str) -> str | None:
+    t = v.strip()
+    c = t[0]
+    if c in "nN":
+        return None
+    if c in "tTfF":
+        return t.lower()
+    return t
 
 
 def _fast_rows(rest: str) -> list[list[str | None]] | None:
