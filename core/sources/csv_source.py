@@ -125,8 +125,9 @@ class CsvSource(Source):
         except OSError as exc:
             raise SourceError(f"cannot read the file: {exc.strerror}", path=str(self.path)) from None
 
-    def raw_chunks(self, chunk_bytes: int = CHUNK_BYTES) -> Iterator[RawChunk]:
+    def raw_chunks(self, chunk_bytes: int | None = None) -> Iterator[RawChunk]:
         """Whole data records, about chunk_bytes at a time, header skipped."""
+        chunk_bytes = chunk_bytes or CHUNK_BYTES
         q = self.dialect.quote.encode()
         buf = b""
         consumed = 0  # data bytes handed out, counted in the UTF-8 stream

@@ -110,3 +110,38 @@ def test_each_source_format(
     assert rows[1][1] is None and rows[2][1] == "c é"
     assert rows[0][2] == 1.5 and rows[2][2] is None
     assert rows[0][3] is True and rows[1][3] is False
+
+
+@pytest.mark.parametrize("strategy", ["row-transaction", "copy-csv", "parallel-copy", "row-autocommit"])
+def test_cancel_midway_leaves_the_table_unchanged(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import core.job
+    import core.sources.csv_source
+    from core.cancel import CancelToken
+    from core.errors import Cancelled
+    from core.events import Phase, Progress
+
+    path = tmp_path / "many.csv"
+    path.write_text("n,s\n" + "".join(f"{i},row {i}\n" for i in range(200_000)), encoding="utf-8")
+    table = table_name("cancel")
+    conn.execute(sql.SQL("CREATE TABLE {} (n int, s text)").format(sql.Identifier(table)))
+    # Small chunks and unthrottled events, so "midway" is reached deterministically.
+    monkeypatch.setattr(core.sources.csv_source, "CHUNK_BYTES", 64 * 1024)
+    monkeypatch.setattr(core.job, "PROGRESS_EVERY_S", 0.0)
+    token = CancelToken()
+    seen: list[Progress] = []
+
+    def on_progress(p: Progress) -> None:
+        seen.append(p)
+        if p.phase is Phase.LOADING and p.rows_read > 0:
+            token.cancel()
+
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table), strategy=strategy, batch_rows=1000, dsn=dsn)
+    with pytest.raises(Cancelled):
+        LoadJob(spec, on_progress=on_progress, cancel=token).run()
+    assert _rows(conn, table) == []
+    assert seen[-1].phase is Phase.CANCELLED
+    leftovers = conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE '\\_sluice\\_stage\\_%'").fetchone()
+    assert leftovers == (0,)
