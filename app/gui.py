@@ -1,0 +1,88 @@
+"""`python -m app [--open FILE] [--profile P.toml] [--run] [--dsn DSN] [--table T] [--screenshot OUT.png]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from types import TracebackType
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m app", description="The Sluice workbench window.")
+    p.add_argument("--open", metavar="FILE")
+    p.add_argument("--profile", metavar="P.toml")
+    p.add_argument("--run", action="store_true", help="start the load once the file is read")
+    p.add_argument("--dsn")
+    p.add_argument("--table")
+    p.add_argument("--screenshot", metavar="OUT.png", help="render the window to a PNG and exit")
+    return p.parse_args(argv)
+
+
+def _install_excepthook() -> None:
+    """Unexpected errors: a dialog and a crash log, never a silent death or a bare traceback."""
+    from core.embedded import data_dir
+
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        text = "".join(traceback.format_exception(kind, exc, tb))
+        log = data_dir() / "crash.log"
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+        from PySide6.QtWidgets import QApplication, QMessageBox
+
+        if QApplication.instance() is not None:
+            QMessageBox.critical(None, "Sluice", f"Something went wrong: {exc}\n\nDetails were written to {log}.")
+
+    sys.excepthook = hook
+
+
+def main(argv: list[str]) -> int:
+    args = _parse(argv)
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from ui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("Sluice")
+    _install_excepthook()
+    window = MainWindow()
+    outcome = {"code": 0}
+    if args.dsn:
+        window.set_connection_dsn(args.dsn)
+    window.refresh_database()
+
+    def shoot() -> None:
+        if args.screenshot:
+            window.grab().save(args.screenshot)
+            app.quit()
+
+    def after_run(code: int) -> None:
+        outcome["code"] = code
+        if args.screenshot:
+            QTimer.singleShot(300, shoot)
+
+    window.run_finished.connect(lambda _r: after_run(0))
+    window.run_failed.connect(lambda _m: after_run(1))
+    window.run_cancelled.connect(lambda: after_run(1))
+
+    def on_ready() -> None:
+        if args.table:
+            window.table_combo.setEditText(args.table)
+        if args.run:
+            QTimer.singleShot(200, window.start_run)
+        elif args.screenshot:
+            QTimer.singleShot(500, shoot)
+
+    if args.open or args.profile:
+        window.source_ready.connect(on_ready)
+        if args.profile:
+            window.open_profile(args.profile)
+        else:
+            window.open_file(args.open)
+    elif args.screenshot:
+        window.database_ready.connect(lambda: QTimer.singleShot(300, shoot))
+    window.show()
+    code = app.exec()
+    return outcome["code"] or code

@@ -1,0 +1,675 @@
+"""The workbench window: source, mapping, target, strategy and a live run, side by side."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+    QMainWindow, QMessageBox, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
+    QTabWidget, QVBoxLayout, QWidget,
+)
+
+from app.progress_line import human_seconds
+from core import profile
+from core.db import TableRef, strip_password
+from core.events import Progress
+from core.job import LoadJob, LoadResult
+from core.mapping import default_mapping
+from core.preview import DatabaseInfo, SourceInfo, ddl_preview, inspect_database, inspect_source, inspect_table
+from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
+from core.strategies.base import all_strategies
+from ui.charts import ThroughputChart
+from ui.settings import Settings
+from ui.table_models import HistoryModel, MappingModel, PreviewModel
+from ui.worker import Job
+
+EMBEDDED = "Local (embedded)"
+FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow"]
+
+
+class MainWindow(QMainWindow):
+    """Signals: source_ready(), database_ready(), run_finished(object LoadResult), run_failed(str), run_cancelled()."""
+
+    source_ready = Signal()
+    database_ready = Signal()
+    run_finished = Signal(object)
+    run_failed = Signal(str)
+    run_cancelled = Signal()
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        super().__init__()
+        self.settings = settings or Settings.load()
+        self.setWindowTitle("Sluice")
+        self.setAcceptDrops(True)
+        self.resize(1500, 940)
+        self._generation = 0  # jobs of older generations are ignored
+        self._run_job: Job | None = None
+        self._jobs: set[Job] = set()
+        self._info: SourceInfo | None = None
+        self.last_error = ""
+        self._build()
+        self._build_menus()
+        self._on_strategy_changed()
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        tabs = QTabWidget()
+        self.setCentralWidget(tabs)
+        load = QWidget()
+        tabs.addTab(load, "Load")
+        outer = QVBoxLayout(load)
+        top = QSplitter(Qt.Orientation.Horizontal)
+        top.addWidget(self._source_panel())
+        top.addWidget(self._mapping_panel())
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.addWidget(self._target_panel())
+        rl.addWidget(self._strategy_panel())
+        top.addWidget(right)
+        top.setSizes([560, 480, 440])
+        vsplit = QSplitter(Qt.Orientation.Vertical)
+        vsplit.addWidget(top)
+        vsplit.addWidget(self._run_panel())
+        vsplit.setSizes([480, 420])
+        outer.addWidget(vsplit)
+        self.history = HistoryModel()
+        hist = QTableView()
+        hist.setModel(self.history)
+        hist.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        tabs.addTab(hist, "History")
+        self.tabs = tabs
+
+    def _source_panel(self) -> QGroupBox:
+        box = QGroupBox("Source")
+        lay = QVBoxLayout(box)
+        row = QHBoxLayout()
+        self.path_edit = QLineEdit()
+        self.path_edit.setPlaceholderText("Open a CSV, Parquet, JSON, Excel or SQL file (or drop it here)")
+        self.path_edit.returnPressed.connect(self._on_path_entered)
+        open_btn = QPushButton("Open…")
+        open_btn.clicked.connect(self._on_open_clicked)
+        row.addWidget(self.path_edit)
+        row.addWidget(open_btn)
+        lay.addLayout(row)
+        form = QHBoxLayout()
+        self.format_combo = QComboBox()
+        self.format_combo.addItems(FORMATS)
+        self.delim_edit = QLineEdit()
+        self.delim_edit.setMaximumWidth(40)
+        self.delim_edit.setToolTip("Field delimiter (\\t for tab); sniffed from the file")
+        self.quote_edit = QLineEdit()
+        self.quote_edit.setMaximumWidth(30)
+        self.header_check = QCheckBox("Header")
+        self.header_check.setChecked(True)
+        self.encoding_edit = QLineEdit()
+        self.encoding_edit.setMinimumWidth(70)
+        self.encoding_edit.setMaximumWidth(90)
+        self.null_edit = QLineEdit()
+        self.null_edit.setMaximumWidth(60)
+        self.null_edit.setToolTip("Text that means NULL, e.g. NA or \\N (empty: an empty unquoted field)")
+        for label, w in (("Format", self.format_combo), ("Delim", self.delim_edit), ("Quote", self.quote_edit),
+                         ("Encoding", self.encoding_edit), ("NULL", self.null_edit)):
+            form.addWidget(QLabel(label))
+            form.addWidget(w)
+        form.addWidget(self.header_check)
+        refresh = QPushButton("Apply")
+        refresh.setToolTip("Re-read the preview with these options")
+        refresh.clicked.connect(self._on_refresh_clicked)
+        form.addWidget(refresh)
+        lay.addLayout(form)
+        self.preview = PreviewModel()
+        view = QTableView()
+        view.setModel(self.preview)
+        view.horizontalHeader().setDefaultSectionSize(110)
+        lay.addWidget(view)
+        self.source_status = QLabel("No file yet.")
+        lay.addWidget(self.source_status)
+        return box
+
+    def _mapping_panel(self) -> QGroupBox:
+        box = QGroupBox("Mapping")
+        lay = QVBoxLayout(box)
+        self.mapping = MappingModel()
+        self.mapping.dataChanged.connect(self._on_mapping_changed)
+        view = QTableView()
+        view.setModel(self.mapping)
+        view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        view.horizontalHeader().setStretchLastSection(True)
+        lay.addWidget(view)
+        lay.addWidget(QLabel("Edit target names and types; untick a column to skip it."))
+        return box
+
+    def _target_panel(self) -> QGroupBox:
+        box = QGroupBox("Target")
+        form = QFormLayout(box)
+        conn_row = QHBoxLayout()
+        self.conn_combo = QComboBox()
+        self.conn_combo.setEditable(True)
+        self.conn_combo.addItem(EMBEDDED)
+        for name in self.settings.connections:
+            self.conn_combo.addItem(name)
+        self.conn_combo.setToolTip("Local (embedded) needs nothing; or type a DSN such as host=db user=me dbname=dw")
+        test_btn = QPushButton("Connect")
+        test_btn.clicked.connect(self._on_connect_clicked)
+        conn_row.addWidget(self.conn_combo, 1)
+        conn_row.addWidget(test_btn)
+        form.addRow("Connection", conn_row)
+        self.db_status = QLabel("not connected")
+        form.addRow("", self.db_status)
+        self.schema_combo = QComboBox()
+        self.schema_combo.setEditable(True)
+        self.schema_combo.addItem("public")
+        self.schema_combo.currentTextChanged.connect(self._on_schema_changed)
+        form.addRow("Schema", self.schema_combo)
+        self.table_combo = QComboBox()
+        self.table_combo.setEditable(True)
+        self.table_combo.currentTextChanged.connect(self._on_table_changed)
+        form.addRow("Table", self.table_combo)
+        self.mode_combo = QComboBox()
+        self.mode_combo.addItems([m.value for m in LoadMode])
+        self.mode_combo.currentTextChanged.connect(self._on_mapping_changed)
+        form.addRow("Mode", self.mode_combo)
+        self.key_edit = QLineEdit()
+        self.key_edit.setPlaceholderText("key columns for upsert, comma-separated")
+        form.addRow("Key", self.key_edit)
+        self.ddl_edit = QPlainTextEdit()
+        self.ddl_edit.setMaximumHeight(70)
+        self.ddl_edit.setToolTip("CREATE TABLE used in mode 'create'; edit it freely")
+        form.addRow("New table DDL", self.ddl_edit)
+        return box
+
+    def _strategy_panel(self) -> QGroupBox:
+        box = QGroupBox("Strategy")
+        form = QFormLayout(box)
+        self.strategy_combo = QComboBox()
+        self._strategies = all_strategies()
+        for cls in self._strategies:
+            self.strategy_combo.addItem(f"{cls.id} — {cls.title}", cls.id)
+        self.strategy_combo.setCurrentIndex([c.id for c in self._strategies].index("copy-csv"))
+        self.strategy_combo.currentIndexChanged.connect(self._on_strategy_changed)
+        form.addRow("Strategy", self.strategy_combo)
+        self.strategy_help = QLabel()
+        self.strategy_help.setWordWrap(True)
+        form.addRow("", self.strategy_help)
+        self.batch_spin = QSpinBox()
+        self.batch_spin.setRange(1, 10_000_000)
+        self.batch_spin.setValue(10_000)
+        self.batch_spin.setSingleStep(1000)
+        self.workers_spin = QSpinBox()
+        self.workers_spin.setRange(1, 32)
+        self.workers_spin.setValue(2)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Batch rows"))
+        row.addWidget(self.batch_spin)
+        row.addWidget(QLabel("Workers"))
+        row.addWidget(self.workers_spin)
+        form.addRow(row)
+        self.commit_combo = QComboBox()
+        self.commit_combo.addItems([m.value for m in CommitMode])
+        self.policy_combo = QComboBox()
+        self.policy_combo.addItems([m.value for m in ErrorPolicy])
+        row2 = QHBoxLayout()
+        row2.addWidget(QLabel("Commit"))
+        row2.addWidget(self.commit_combo)
+        row2.addWidget(QLabel("On error"))
+        row2.addWidget(self.policy_combo)
+        form.addRow(row2)
+        return box
+
+    def _run_panel(self) -> QGroupBox:
+        box = QGroupBox("Run")
+        lay = QHBoxLayout(box)
+        left = QVBoxLayout()
+        buttons = QHBoxLayout()
+        self.run_btn = QPushButton("Run  (Ctrl+R)")
+        self.run_btn.clicked.connect(self.start_run)
+        self.stop_btn = QPushButton("Stop  (Esc)")
+        self.stop_btn.setEnabled(False)
+        self.stop_btn.clicked.connect(self.stop_run)
+        buttons.addWidget(self.run_btn)
+        buttons.addWidget(self.stop_btn)
+        left.addLayout(buttons)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setFormat("idle")
+        left.addWidget(self.progress)
+        self.counters = QLabel("read 0 · loaded 0 · rejected 0")
+        self.counters.setStyleSheet("font-size: 14px; font-weight: 600;")
+        left.addWidget(self.counters)
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        left.addWidget(self.summary)
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        left.addWidget(self.log)
+        holder = QWidget()
+        holder.setLayout(left)
+        holder.setMaximumWidth(520)
+        lay.addWidget(holder)
+        self.chart = ThroughputChart()
+        lay.addWidget(self.chart, 1)
+        return box
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "&Open file…", QKeySequence.StandardKey.Open, self._on_open_clicked)
+        self.recent_menu = file_menu.addMenu("Recent files")
+        file_menu.addSeparator()
+        self._action(file_menu, "Open &profile…", "Ctrl+Shift+O", self._on_open_profile)
+        self._action(file_menu, "&Save profile…", QKeySequence.StandardKey.Save, self._on_save_profile)
+        self.recent_profiles_menu = file_menu.addMenu("Recent profiles")
+        self._action(file_menu, "Export &history as CSV…", None, self._on_export_history)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+        run_menu = self.menuBar().addMenu("&Run")
+        self._action(run_menu, "&Run load", "Ctrl+R", self.start_run)
+        self.addAction(self._action(run_menu, "Run (F5)", "F5", self.start_run))
+        self._action(run_menu, "&Stop", "Esc", self.stop_run)
+        self._refresh_recent()
+
+    def _action(self, menu: Any, text: str, shortcut: Any, slot: Any) -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+        act.triggered.connect(slot)
+        menu.addAction(act)
+        return act
+
+    def _refresh_recent(self) -> None:
+        for menu, items, opener in (
+            (self.recent_menu, self.settings.recent_files, self.open_file),
+            (self.recent_profiles_menu, self.settings.recent_profiles, self.open_profile),
+        ):
+            menu.clear()
+            for path in items:
+                act = menu.addAction(path)
+                act.triggered.connect(lambda _=False, p=path, o=opener: o(p))
+            menu.setEnabled(bool(items))
+
+    # -- background work -------------------------------------------------------------------
+
+    def _start(self, fn: Any, on_done: Any, on_fail: Any | None = None) -> Job:
+        job = Job(fn)
+        self._jobs.add(job)
+        job.signals.finished.connect(on_done)
+        job.signals.failed.connect(on_fail or self._on_background_failed)
+        for sig in (job.signals.finished, job.signals.failed, job.signals.cancelled):
+            sig.connect(lambda *_a, j=job: self._jobs.discard(j))
+        return job.start()
+
+    def _on_background_failed(self, message: str) -> None:
+        self.last_error = message
+        self.log.appendPlainText("error: " + message)
+        QMessageBox.warning(self, "Sluice", message)
+
+    # -- source ----------------------------------------------------------------------------
+
+    def _on_open_clicked(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open a data file", self.settings.last_folder,
+            "Data files (*.csv *.tsv *.txt *.parquet *.json *.ndjson *.jsonl *.xlsx *.sql *.arrow);;All files (*)",
+        )
+        if path:
+            self.open_file(path)
+
+    def _on_path_entered(self) -> None:
+        self.open_file(self.path_edit.text().strip())
+
+    def open_file(self, path: str, options: SourceOptions | None = None) -> None:
+        self.path_edit.setText(path)
+        self.settings.remember("recent_files", path)
+        self.settings.save()
+        self._refresh_recent()
+        self._load_preview(options or SourceOptions(path=path))
+
+    def _on_refresh_clicked(self) -> None:
+        if self.path_edit.text().strip():
+            self._load_preview(self._source_options())
+
+    def _load_preview(self, options: SourceOptions) -> None:
+        self._generation += 1
+        gen = self._generation
+        self.source_status.setText("reading…")
+        self._start(lambda *_a: inspect_source(options), lambda info: self._on_source_inspected(gen, info),
+                    self._on_source_failed)
+
+    def _on_source_failed(self, message: str) -> None:
+        self.source_status.setText("cannot read this file")
+        self._on_background_failed(message)
+
+    def _on_source_inspected(self, gen: int, info: SourceInfo) -> None:
+        if gen != self._generation:
+            return  # a newer preview is on its way
+        self._info = info
+        o = info.options
+        self.format_combo.setCurrentText(o.format or "(auto)")
+        self.delim_edit.setText("\\t" if o.delimiter == "\t" else (o.delimiter or ""))
+        self.quote_edit.setText(o.quote or "")
+        self.header_check.setChecked(o.header is not False)
+        self.encoding_edit.setText(o.encoding or "")
+        self.null_edit.setText(o.null or "")
+        self.preview.set_frame(info.sample, info.types)
+        self.source_status.setText(f"{o.format}: {len(info.columns)} columns; showing {info.sample.height} rows")
+        if not self.table_combo.currentText():
+            self.table_combo.setEditText(_table_name_for(o.path))
+        self._rebuild_mapping()
+        is_sql = o.format == "sql"
+        for i, cls in enumerate(self._strategies):
+            item = self.strategy_combo.model().item(i)  # type: ignore[attr-defined]
+            item.setEnabled(is_sql or not cls.script_only)
+        self.source_status.setText(self.source_status.text())
+        self.source_ready.emit()
+
+    def _source_options(self) -> SourceOptions:
+        fmt = self.format_combo.currentText()
+        delim = self.delim_edit.text()
+        return SourceOptions(
+            path=self.path_edit.text().strip(),
+            format=None if fmt == "(auto)" else fmt,
+            delimiter=("\t" if delim in ("\\t", "tab") else delim) or None,
+            quote=self.quote_edit.text() or None,
+            header=self.header_check.isChecked(),
+            encoding=self.encoding_edit.text() or None,
+            null=self.null_edit.text(),
+        )
+
+    # -- target and mapping ------------------------------------------------------------------
+
+    def dsn(self) -> str | None:
+        text = self.conn_combo.currentText().strip()
+        if not text or text == EMBEDDED:
+            return None
+        return self.settings.connections.get(text, text)
+
+    def set_connection_dsn(self, dsn: str | None) -> None:
+        self.conn_combo.setEditText(dsn or EMBEDDED)
+
+    def _on_connect_clicked(self) -> None:
+        self.refresh_database()
+
+    def refresh_database(self) -> None:
+        dsn = self.dsn()
+        self.db_status.setText("connecting…")
+        self._start(lambda *_a: inspect_database(dsn), self._on_database_inspected, self._on_database_failed)
+
+    def _on_database_failed(self, message: str) -> None:
+        self.db_status.setText("not connected")
+        self._on_background_failed(message)
+
+    def _on_database_inspected(self, info: DatabaseInfo) -> None:
+        self._db = info
+        where = EMBEDDED if self.dsn() is None else strip_password(self.dsn() or "")
+        self.db_status.setText(f"connected: PostgreSQL {info.version} ({where})")
+        current = self.schema_combo.currentText()
+        self.schema_combo.blockSignals(True)
+        self.schema_combo.clear()
+        self.schema_combo.addItems(info.schemas)
+        self.schema_combo.setEditText(current or "public")
+        self.schema_combo.blockSignals(False)
+        self._on_schema_changed(self.schema_combo.currentText())
+        self.database_ready.emit()
+
+    def _on_schema_changed(self, schema: str) -> None:
+        db = getattr(self, "_db", None)
+        if db is None:
+            return
+        text = self.table_combo.currentText()
+        self.table_combo.blockSignals(True)
+        self.table_combo.clear()
+        self.table_combo.addItems(db.tables.get(schema, []))
+        self.table_combo.setEditText(text)
+        self.table_combo.blockSignals(False)
+
+    def _on_table_changed(self, _text: str) -> None:
+        self._rebuild_mapping()
+
+    def _rebuild_mapping(self) -> None:
+        info = self._info
+        if info is None:
+            return
+        table = self.table_combo.currentText().strip()
+        db = getattr(self, "_db", None)
+        exists = bool(db and table in db.tables.get(self.schema_combo.currentText(), []))
+        samples = {c: (None if info.sample.height == 0 else info.sample[c][0]) for c in info.columns}
+        samples = {k: (None if v is None else str(v)) for k, v in samples.items()}
+        if exists:
+            ref = TableRef(table, self.schema_combo.currentText() or None)
+            dsn = self.dsn()
+            self._start(lambda *_a: inspect_table(dsn, ref),
+                        lambda cols: self._set_mapping(default_mapping(info.columns, info.sample, cols), samples))
+            self.mode_combo.setCurrentText(LoadMode.APPEND.value if self.mode_combo.currentText() == "create"
+                                           else self.mode_combo.currentText())
+        else:
+            maps = [ColumnMap(target=c, source=c, type=t) for c, t in zip(info.columns, info.types)]
+            self._set_mapping(maps, samples)
+            if table:
+                self.mode_combo.setCurrentText(LoadMode.CREATE.value)
+
+    def _set_mapping(self, maps: list[ColumnMap], samples: dict[str, str | None]) -> None:
+        self.mapping.set_mapping(maps, samples)
+        self._on_mapping_changed()
+
+    def _on_mapping_changed(self, *_args: Any) -> None:
+        table = self.table_combo.currentText().strip()
+        if table and self.mapping.maps and any(m.include for m in self.mapping.maps):
+            try:
+                self.ddl_edit.setPlainText(ddl_preview(TableRef(table, self._schema()), self.mapping.maps))
+            except Exception as exc:  # noqa: BLE001 - a bad type name typed by the user
+                self.ddl_edit.setPlainText(f"-- {exc}")
+
+    def _schema(self) -> str | None:
+        return self.schema_combo.currentText().strip() or None
+
+    # -- strategy ---------------------------------------------------------------------------
+
+    def _on_strategy_changed(self, *_args: Any) -> None:
+        cls = self._strategies[self.strategy_combo.currentIndex()]
+        self.strategy_help.setText(f"<b>{cls.summary}.</b><br><i>{cls.lesson}</i>")
+        self.workers_spin.setEnabled(cls.id == "parallel-copy")
+
+    def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
+        ids = [c.id for c in self._strategies]
+        if strategy_id in ids:
+            self.strategy_combo.setCurrentIndex(ids.index(strategy_id))
+        if batch_rows:
+            self.batch_spin.setValue(batch_rows)
+        if workers:
+            self.workers_spin.setValue(workers)
+
+    # -- the load spec and profiles ------------------------------------------------------------
+
+    def current_spec(self) -> LoadSpec:
+        mode = LoadMode(self.mode_combo.currentText())
+        ddl = self.ddl_edit.toPlainText().strip() if mode is LoadMode.CREATE else None
+        return LoadSpec(
+            source=self._source_options(),
+            target=TargetSpec(
+                table=self.table_combo.currentText().strip(), schema=self._schema(), mode=mode,
+                key=[k.strip() for k in self.key_edit.text().split(",") if k.strip()],
+                ddl=ddl if ddl and not ddl.startswith("--") else None,
+            ),
+            strategy=str(self.strategy_combo.currentData()),
+            batch_rows=self.batch_spin.value(),
+            workers=self.workers_spin.value(),
+            commit=CommitMode(self.commit_combo.currentText()),
+            on_error=ErrorPolicy(self.policy_combo.currentText()),
+            columns=[ColumnMap(**vars(m)) for m in self.mapping.maps] or None,
+            dsn=self.dsn(),
+        )
+
+    def apply_spec(self, spec: LoadSpec) -> None:
+        self.set_connection_dsn(spec.dsn)
+        self.schema_combo.setEditText(spec.target.schema or "public")
+        self.table_combo.setEditText(spec.target.table)
+        self.mode_combo.setCurrentText(spec.target.mode.value)
+        self.key_edit.setText(", ".join(spec.target.key))
+        self.set_strategy(spec.strategy, spec.batch_rows, spec.workers)
+        self.commit_combo.setCurrentText(spec.commit.value)
+        self.policy_combo.setCurrentText(spec.on_error.value)
+        self._pending_columns = spec.columns
+        self.source_ready.connect(self._on_profile_source_ready, Qt.ConnectionType.SingleShotConnection)
+        self.open_file(spec.source.path, spec.source)
+
+    def _on_profile_source_ready(self) -> None:
+        cols = getattr(self, "_pending_columns", None)
+        if cols:
+            info = self._info
+            samples = {} if info is None or info.sample.height == 0 else {
+                c: (None if info.sample[c][0] is None else str(info.sample[c][0])) for c in info.columns}
+            self._set_mapping([ColumnMap(**vars(c)) for c in cols], samples)
+
+    def _on_open_profile(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open profile", self.settings.last_folder, "Profiles (*.toml)")
+        if path:
+            self.open_profile(path)
+
+    def open_profile(self, path: str) -> None:
+        try:
+            spec, _rest = profile.load(path)
+        except Exception as exc:  # noqa: BLE001 - ConfigError and OS errors alike
+            self._on_background_failed(str(exc))
+            return
+        self.settings.remember("recent_profiles", path)
+        self.settings.save()
+        self._refresh_recent()
+        self.apply_spec(spec)
+
+    def _on_save_profile(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save profile", self.settings.last_folder, "Profiles (*.toml)")
+        if path:
+            self.save_profile(path)
+
+    def save_profile(self, path: str) -> None:
+        profile.save(self.current_spec(), path)
+        self.settings.remember("recent_profiles", path)
+        self.settings.save()
+        self._refresh_recent()
+        self.log.appendPlainText(f"saved profile {path}")
+
+    def _on_export_history(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export history", self.settings.last_folder, "CSV (*.csv)")
+        if path:
+            self.export_history(path)
+
+    def export_history(self, path: str) -> None:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(HistoryModel.HEADERS)
+            w.writerows(self.history.rows)
+
+    # -- run -------------------------------------------------------------------------------------
+
+    def start_run(self) -> None:
+        if self._run_job is not None:
+            return
+        spec = self.current_spec()
+        if not spec.source.path or not spec.target.table:
+            QMessageBox.information(self, "Sluice", "Open a file and name a target table first.")
+            return
+        self._generation += 1
+        self.progress.setValue(0)
+        self.progress.setFormat("starting…")
+        self.summary.setText("")
+        self.chart.reset()
+        self.log.appendPlainText(f"— {dt.datetime.now():%H:%M:%S} {spec.strategy} into {spec.target.table}")
+        job = Job(lambda on_progress, on_log, cancel: LoadJob(
+            spec, on_progress=on_progress, on_log=on_log, cancel=cancel).run())
+        self._run_job, self._run_spec = job, spec
+        job.signals.progress.connect(self._on_run_progress)
+        job.signals.log.connect(self.log.appendPlainText)
+        job.signals.finished.connect(self._on_run_finished)
+        job.signals.failed.connect(self._on_run_failed)
+        job.signals.cancelled.connect(self._on_run_cancelled)
+        self.run_btn.setEnabled(False)
+        self.stop_btn.setEnabled(True)
+        job.start()
+
+    def stop_run(self) -> None:
+        if self._run_job is not None:
+            self.progress.setFormat("stopping…")
+            self._run_job.cancel()
+
+    def _on_run_progress(self, p: Progress) -> None:
+        self.chart.add(p)
+        frac = p.fraction
+        if frac is not None:
+            self.progress.setValue(int(frac * 1000))
+        eta = human_seconds(p.eta_s)
+        self.progress.setFormat(f"{p.phase.value} {frac * 100 if frac else 0:.0f}%  ETA {eta}")
+        self.counters.setText(
+            f"read {p.rows_read:,} · loaded {p.rows_loaded:,} · rejected {p.rows_rejected:,}"
+            f"   {p.rows_per_s:,.0f} rows/s · {p.mb_per_s:.1f} MB/s")
+
+    def _end_run(self, outcome: str, result: LoadResult | None) -> None:
+        self.chart.stop()
+        self.run_btn.setEnabled(True)
+        self.stop_btn.setEnabled(False)
+        spec = self._run_spec
+        self.history.add((
+            f"{dt.datetime.now():%H:%M:%S}", Path(spec.source.path).name, spec.target.table, spec.strategy,
+            f"{result.rows_loaded:,}" if result else "0", f"{result.seconds:.2f}" if result else "",
+            f"{result.rows_per_s:,.0f}" if result else "", outcome,
+        ))
+        self._run_job = None
+
+    def _on_run_finished(self, result: LoadResult) -> None:
+        self.progress.setValue(1000)
+        self.progress.setFormat("done")
+        self.counters.setText(f"read {result.rows_read:,} · loaded {result.rows_loaded:,} · "
+                              f"rejected {result.rows_rejected:,}")
+        self.summary.setText(f"Loaded {result.rows_loaded:,} rows in {result.seconds:.2f} s "
+                             f"({result.rows_per_s:,.0f} rows/s) with {result.strategy}.")
+        self._end_run("loaded", result)
+        self.refresh_table_list_quietly()
+        self.run_finished.emit(result)
+
+    def refresh_table_list_quietly(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            dsn = self.dsn()
+            self._start(lambda *_a: inspect_database(dsn), self._on_database_inspected, lambda _m: None)
+
+    def _on_run_failed(self, message: str) -> None:
+        self.last_error = message
+        self.progress.setFormat("failed")
+        self.summary.setText("Failed: " + message)
+        self.log.appendPlainText("error: " + message)
+        self._end_run("failed", None)
+        self.run_failed.emit(message)
+        QMessageBox.warning(self, "Load failed", message)
+
+    def _on_run_cancelled(self) -> None:
+        self.progress.setFormat("cancelled")
+        self.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
+        self._end_run("cancelled", None)
+        self.run_cancelled.emit()
+
+    # -- window events -------------------------------------------------------------------------
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
+        urls = event.mimeData().urls()
+        if urls and urls[0].isLocalFile():
+            self.open_file(urls[0].toLocalFile())
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        if self._run_job is not None:
+            self._run_job.cancel()
+        self.settings.save()
+        super().closeEvent(event)
+
+
+def _table_name_for(path: str) -> str:
+    stem = Path(path).stem.lower()
+    return "".join(c if c.isalnum() else "_" for c in stem).strip("_") or "imported"
