@@ -97,6 +97,8 @@ class MappingModel(QAbstractTableModel):
         return values[col]
 
     def flags(self, index: Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
         base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
         if index.column() in (2, 3):
             return base | Qt.ItemFlag.ItemIsEditable
