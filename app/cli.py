@@ -204,7 +204,7 @@ def main(argv: Sequence[str]) -> int:
         if args.command == "compare":
             from app.compare_cli import cmd_compare
 
-            return cmd_compare(args)
+            return int(cmd_compare(args))
     except SluiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if as_json:

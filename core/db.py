@@ -21,7 +21,7 @@ def strip_password(dsn: str) -> str:
     except psycopg.ProgrammingError as exc:
         raise ConfigError(f"not a valid connection string: {exc}") from None
     params.pop("password", None)
-    return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
 
 
 def resolve_dsn(dsn: str | None) -> str:

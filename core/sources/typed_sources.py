@@ -105,7 +105,7 @@ class _EagerSource(Source):
             self._frame = self._read()
         except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
             raise SourceError(f"cannot read it as {self.format}: {exc}", path=str(self.path)) from None
-        except Exception as exc:  # fastexcel raises its own exception types
+        except Exception as exc:  # noqa: BLE001 - fastexcel raises its own exception types
             raise SourceError(f"cannot read it as {self.format}: {exc}", path=str(self.path)) from None
 
     def _read(self) -> pl.DataFrame:

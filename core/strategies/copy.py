@@ -116,7 +116,7 @@ class CopyCsv(_CopyStrategy):
 
     def copy_sql(self) -> sql.Composed:
         opts = self.ctx.copy_options or {}
-        parts = [sql.SQL("FORMAT csv")]
+        parts: list[sql.Composable] = [sql.SQL("FORMAT csv")]
         # Raw pass-through: the file's own dialect; values go as COPY options, which are literals.
         for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
             if key in opts:

@@ -83,7 +83,7 @@ class ParallelCopy(Strategy):
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=2 * n)
         self.failed = threading.Event()
         opts = self.ctx.copy_options
-        parts = [sql.SQL("FORMAT csv")]
+        parts: list[sql.Composable] = [sql.SQL("FORMAT csv")]
         for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
             if key in opts:
                 parts.append(sql.SQL("{} {}").format(sql.SQL(word), sql.Literal(opts[key])))
@@ -115,7 +115,7 @@ class ParallelCopy(Strategy):
                 continue
 
     def write(self, frame: pl.DataFrame) -> int:
-        self._put(frame.write_csv(include_header=False), self._row, frame.height)
+        self._put(frame.write_csv(include_header=False).encode(), self._row, frame.height)
         self._row += frame.height
         return frame.height
 
