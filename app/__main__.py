@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from app.cli import HEADLESS
@@ -14,7 +15,13 @@ def main(argv: list[str] | None = None) -> int:
         return cli_main(args)
     from app.gui import main as gui_main
 
-    return gui_main(args)
+    code = gui_main(args)
+    # Leave without the interpreter's final garbage collection: a PySide6/CPython 3.11
+    # refcount bug ("none_dealloc") can abort there after long runs. Settings and
+    # screenshots are already written; the embedded server is meant to keep running.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ class ThroughputChart(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         self.mb_plot.setLabel("bottom", "seconds")
         self.mb_plot.showGrid(x=True, y=True, alpha=0.3)
         self.mb_plot.setXLink(self.rows_plot)
+        for plot in (self.rows_plot, self.mb_plot):
+            for side in ("left", "bottom"):
+                plot.getAxis(side).enableAutoSIPrefix(False)  # "seconds (x0.001)" reads badly
         self._rows_curve = self.rows_plot.plot(pen=pg.mkPen("#1f77b4", width=2))
         self._mb_curve = self.mb_plot.plot(pen=pg.mkPen("#d62728", width=2))
         self._t: list[float] = []

@@ -18,7 +18,7 @@ from core.sources.base import Batch, RawChunk, Source, rebatch
 from core.sources.sniff import CsvDialect, sniff_csv
 from core.spec import SourceOptions
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 1 << 20  # as fast as larger chunks (measured), and gives the chart more points
 
 
 def record_cut(buf: bytes, quote: bytes) -> int:
