@@ -23,6 +23,19 @@ def copy_error_row(exc: psycopg.Error) -> int | None:
     return int(m.group(1)) - 1 if m else None
 
 
+def csv_copy_sql(strategy: Strategy) -> sql.Composed:
+    """COPY ... (FORMAT csv), with the source file's own dialect when its bytes pass through."""
+    opts = strategy.ctx.copy_options or {}
+    parts: list[sql.Composable] = [sql.SQL("FORMAT csv")]
+    # COPY options take literals, not parameters.
+    for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
+        if key in opts:
+            parts.append(sql.SQL("{} {}").format(sql.SQL(word), sql.Literal(opts[key])))
+    return sql.SQL("COPY {} ({}) FROM STDIN ({})").format(
+        strategy.ctx.table.ident(), strategy.column_list(), sql.SQL(", ").join(parts)
+    )
+
+
 class _CopyStrategy(Strategy):
     """Keeps one COPY open across batches; flush() ends it and surfaces server errors."""
 
@@ -115,15 +128,7 @@ class CopyCsv(_CopyStrategy):
     streams_raw_csv = True
 
     def copy_sql(self) -> sql.Composed:
-        opts = self.ctx.copy_options or {}
-        parts: list[sql.Composable] = [sql.SQL("FORMAT csv")]
-        # Raw pass-through: the file's own dialect; values go as COPY options, which are literals.
-        for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
-            if key in opts:
-                parts.append(sql.SQL("{} {}").format(sql.SQL(word), sql.Literal(opts[key])))
-        return sql.SQL("COPY {} ({}) FROM STDIN ({})").format(
-            self.ctx.table.ident(), self.column_list(), sql.SQL(", ").join(parts)
-        )
+        return csv_copy_sql(self)
 
     def _send(self, copy: psycopg.Copy, frame: pl.DataFrame) -> None:
         copy.write(frame.write_csv(include_header=False))

@@ -9,11 +9,10 @@ from typing import Any
 
 import polars as pl
 import psycopg
-from psycopg import sql
 
 from core.db import connect
 from core.strategies.base import Strategy, WriteFailed, register
-from core.strategies.copy import copy_error_row
+from core.strategies.copy import copy_error_row, csv_copy_sql
 
 _STOP = object()
 
@@ -82,14 +81,7 @@ class ParallelCopy(Strategy):
         n = max(1, self.ctx.workers)
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=2 * n)
         self.failed = threading.Event()
-        opts = self.ctx.copy_options
-        parts: list[sql.Composable] = [sql.SQL("FORMAT csv")]
-        for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
-            if key in opts:
-                parts.append(sql.SQL("{} {}").format(sql.SQL(word), sql.Literal(opts[key])))
-        self.copy_stmt = sql.SQL("COPY {} ({}) FROM STDIN ({})").format(
-            self.ctx.table.ident(), self.column_list(), sql.SQL(", ").join(parts)
-        )
+        self.copy_stmt = csv_copy_sql(self)
         self.conns = [connect(self.ctx.dsn) for _ in range(n)]
         self._unhooks = [self.ctx.cancel.add_hook(c.cancel_safe) for c in self.conns]
         self.conn = self.conns[0]
