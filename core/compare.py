@@ -1,0 +1,243 @@
+"""Compare strategies on the user's own file, into a scratch copy of the target.
+
+Runs are interleaved (A B C A B C ...) so drift on a busy machine hits all alike,
+and the real target is never touched: each run loads an unlogged scratch table
+made LIKE the target (or from the mapping for a new table), emptied between runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from psycopg import sql
+
+from core import mapping as mp
+from core.cancel import CancelToken
+from core.db import TableRef, connect, resolve_dsn
+from core.errors import Cancelled, ConfigError, SluiceError
+from core.job import LoadJob, plan_load
+from core.spec import ColumnMap, LoadMode, LoadSpec, SourceOptions
+from core.strategies.base import get_strategy
+
+
+@dataclass
+class CompareSpec:
+    base: LoadSpec  # source, target, mapping, connection
+    strategies: list[str]
+    batch_rows: list[int] = field(default_factory=lambda: [10_000])
+    workers: list[int] = field(default_factory=lambda: [2])
+    sample_rows: int | None = None  # first N rows; None: the whole file
+    repeat: int = 3
+    rtt_ms: float = 0.0
+    budget_s: float = 60.0
+
+
+@dataclass
+class CompareResult:
+    strategy: str
+    batch_rows: int
+    workers: int
+    rows: int = 0
+    runs: list[float] = field(default_factory=list)  # rows/s of each run
+    mb_runs: list[float] = field(default_factory=list)
+    reduced_rows: int | None = None  # measured on fewer rows to fit the time budget
+    error: str | None = None
+    ratio_to_fastest: float = 0.0
+
+    @property
+    def median_rows_per_s(self) -> float:
+        return statistics.median(self.runs) if self.runs else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy, "batch_rows": self.batch_rows, "workers": self.workers,
+            "median_rows_per_s": round(self.median_rows_per_s, 1),
+            "min_rows_per_s": round(min(self.runs), 1) if self.runs else 0.0,
+            "max_rows_per_s": round(max(self.runs), 1) if self.runs else 0.0,
+            "median_mb_per_s": round(statistics.median(self.mb_runs), 3) if self.mb_runs else 0.0,
+            "runs": len(self.runs), "rows": self.rows, "ratio_to_fastest": round(self.ratio_to_fastest, 4),
+            "reduced_rows": self.reduced_rows, "error": self.error,
+        }
+
+
+@dataclass
+class CompareReport:
+    results: list[CompareResult]
+    rtt_ms: float
+    sample_rows: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"results": [r.to_json() for r in self.results], "rtt_ms": self.rtt_ms,
+                "sample_rows": self.sample_rows}
+
+    def to_csv(self, path: str | Path) -> None:
+        rows = [r.to_json() for r in self.results]
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["strategy"])
+            w.writeheader()
+            w.writerows(rows)
+
+
+def _combinations(spec: CompareSpec, is_sql: bool) -> list[CompareResult]:
+    out = []
+    for sid in spec.strategies:
+        cls = get_strategy(sid)
+        if cls.script_only and not is_sql:
+            raise ConfigError(f"{sid} replays INSERT scripts; the source is not one")
+        for batch in spec.batch_rows:
+            for workers in spec.workers if sid == "parallel-copy" else [1]:
+                out.append(CompareResult(sid, batch, workers))
+    return out
+
+
+def _write_sample(base: LoadSpec, rows: int, folder: Path) -> tuple[SourceOptions, int]:
+    """The first `rows` rows as a CSV file that every strategy then loads alike."""
+    plan = plan_load(base)
+    path = folder / "sample.csv"
+    taken = 0
+    with open(path, "wb") as f:
+        f.write((",".join(_csv_field(c) for c in plan.source.columns()) + "\n").encode())
+        for batch in plan.source.batches(min(rows, 50_000)):
+            part = mp.apply(batch.frame, [ColumnMap(c, c) for c in plan.source.columns()]).head(rows - taken)
+            f.write(part.write_csv(include_header=False).encode())
+            taken += part.height
+            if taken >= rows:
+                break
+    return SourceOptions(str(path), format="csv", delimiter=",", quote='"', header=True, encoding="utf-8",
+                         null=""), taken
+
+
+def _csv_field(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def run_compare(
+    spec: CompareSpec,
+    *,
+    on_progress: Callable[[str, int, int], None] | None = None,
+    cancel: CancelToken | None = None,
+) -> CompareReport:
+    """on_progress(message, runs_done, runs_total)."""
+    cancel = cancel or CancelToken()
+    dsn = resolve_dsn(spec.base.dsn)
+    relay = None
+    if spec.rtt_ms > 0:
+        from core.relay import LatencyRelay, relay_dsn, upstream_of
+
+        host, port, unix = upstream_of(dsn)
+        relay = LatencyRelay(upstream_host=host, upstream_port=port, upstream_unix=unix, rtt_ms=spec.rtt_ms)
+        relay.start()
+        dsn_for_runs = relay_dsn(dsn, relay)
+    else:
+        dsn_for_runs = dsn
+    ref = TableRef(spec.base.target.table, spec.base.target.schema)
+    scratch = TableRef(f"_sluice_cmp_{uuid.uuid4().hex[:10]}", ref.schema)
+    with tempfile.TemporaryDirectory(prefix="sluice-cmp-") as tmp, connect(dsn, autocommit=True) as ctl:
+        try:
+            base = replace(spec.base, dsn=dsn)
+            plan = plan_load(base, ctl)
+            source_opts, total_rows = base.source, 0
+            maps = plan.maps
+            if spec.sample_rows:
+                source_opts, total_rows = _write_sample(base, spec.sample_rows, Path(tmp))
+                maps = [replace(m) for m in maps]
+            if plan.exists:
+                ctl.execute(sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING ALL)").format(
+                    scratch.ident(), ref.ident()))
+            else:
+                ctl.execute(mp.create_table_sql(scratch, maps))
+            results = _combinations(spec, plan.source.format == "sql")
+            total = len(results) * spec.repeat
+            done = 0
+            limits: dict[str, int | None] = {}
+            for rep in range(spec.repeat):
+                for res in results:
+                    cancel.check()
+                    if res.error:
+                        done += 1
+                        continue
+                    run_spec = replace(
+                        base, source=replace(source_opts), dsn=dsn_for_runs, strategy=res.strategy,
+                        batch_rows=res.batch_rows, workers=res.workers, columns=maps,
+                        target=replace(base.target, table=scratch.name, schema=scratch.schema, mode=LoadMode.APPEND),
+                    )
+                    if on_progress:
+                        on_progress(f"run {rep + 1}/{spec.repeat}: {res.strategy} batch {res.batch_rows}", done, total)
+                    try:
+                        _one_run(ctl, scratch, run_spec, res, limits, spec.budget_s, cancel)
+                    except Cancelled:
+                        raise
+                    except SluiceError as exc:
+                        res.error = str(exc)
+                    done += 1
+            best = max((r.median_rows_per_s for r in results if r.runs), default=0.0)
+            for r in results:
+                r.ratio_to_fastest = r.median_rows_per_s / best if best else 0.0
+            if on_progress:
+                on_progress("done", total, total)
+            return CompareReport(results, spec.rtt_ms, spec.sample_rows)
+        finally:
+            ctl.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(scratch.ident()))
+            if relay is not None:
+                relay.stop()
+
+
+def _one_run(
+    ctl: Any, scratch: TableRef, run_spec: LoadSpec, res: CompareResult, limits: dict[str, int | None],
+    budget_s: float, cancel: CancelToken,
+) -> None:
+    ctl.execute(sql.SQL("TRUNCATE {}").format(scratch.ident()))
+    key = f"{res.strategy}/{res.batch_rows}/{res.workers}"
+    if key not in limits:
+        limits[key] = _probe_limit(ctl, scratch, run_spec, budget_s, cancel)
+        ctl.execute(sql.SQL("TRUNCATE {}").format(scratch.ident()))
+    limit = limits[key]
+    if limit is not None:
+        res.reduced_rows = limit
+        folder = Path(tempfile.mkdtemp(prefix="sluice-cmp-"))
+        opts, _ = _write_sample(run_spec, limit, folder)
+        run_spec = replace(run_spec, source=opts)
+    token = CancelToken()
+    unhook = cancel.add_hook(token.cancel)
+    timer = threading.Timer(3 * budget_s, token.cancel)  # a run far over budget is stopped
+    timer.start()
+    try:
+        result = LoadJob(run_spec, cancel=token).run()
+    except Cancelled:
+        if cancel.cancelled:
+            raise
+        res.error = f"stopped after {3 * budget_s:.0f} s (over the time budget)"
+        return
+    finally:
+        timer.cancel()
+        unhook()
+    res.rows = result.rows_loaded
+    res.runs.append(result.rows_per_s)
+    res.mb_runs.append(result.bytes / 1e6 / result.seconds if result.seconds else 0.0)
+
+
+def _probe_limit(ctl: Any, scratch: TableRef, run_spec: LoadSpec, budget_s: float, cancel: CancelToken) -> int | None:
+    """Time a short run; if the whole sample would blow the budget, return a row count that fits."""
+    folder = Path(tempfile.mkdtemp(prefix="sluice-probe-"))
+    opts, probe_rows = _write_sample(run_spec, 2000, folder)
+    t = time.monotonic()
+    LoadJob(replace(run_spec, source=opts), cancel=cancel).run()
+    rate = probe_rows / max(time.monotonic() - t, 1e-6)
+    full = _row_count(run_spec)
+    if full <= probe_rows or full / rate <= budget_s:
+        return None
+    return max(100, int(rate * budget_s * 0.8))
+
+
+def _row_count(spec: LoadSpec) -> int:
+    plan = plan_load(spec)
+    return sum(b.frame.height for b in plan.source.batches(100_000))
