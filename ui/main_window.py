@@ -7,6 +7,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from psycopg.conninfo import make_conninfo
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QMainWindow,
@@ -70,6 +72,7 @@ class MainWindow(QMainWindow):
         self._jobs: set[Job] = set()
         self._info: SourceInfo | None = None
         self.last_error = ""
+        self._passwords: dict[str, str] = {}  # this session only; never written anywhere
         self._build()
         self._build_menus()
         self._on_strategy_changed()
@@ -176,8 +179,12 @@ class MainWindow(QMainWindow):
         self.conn_combo.setToolTip("Local (embedded) needs nothing; or type a DSN such as host=db user=me dbname=dw")
         test_btn = QPushButton("Connect")
         test_btn.clicked.connect(self._on_connect_clicked)
+        add_btn = QPushButton("New…")
+        add_btn.setToolTip("Save a connection (host, port, database, user, SSL mode); passwords are never saved")
+        add_btn.clicked.connect(self._on_new_connection_clicked)
         conn_row.addWidget(self.conn_combo, 1)
         conn_row.addWidget(test_btn)
+        conn_row.addWidget(add_btn)
         form.addRow("Connection", conn_row)
         self.db_status = QLabel("not connected")
         form.addRow("", self.db_status)
@@ -401,10 +408,28 @@ class MainWindow(QMainWindow):
     # -- target and mapping ------------------------------------------------------------------
 
     def dsn(self) -> str | None:
+        """The active DSN; a password typed this session is added in memory, never saved."""
         text = self.conn_combo.currentText().strip()
         if not text or text == EMBEDDED:
             return None
-        return self.settings.connections.get(text, text)
+        dsn = self.settings.connections.get(text, text)
+        password = self._passwords.get(text)
+        return make_conninfo(dsn, password=password) if password else dsn
+
+    def _on_new_connection_clicked(self) -> None:
+        from ui.connections import ConnectionDialog
+
+        dlg = ConnectionDialog(self)
+        if dlg.exec() and dlg.name.text().strip():
+            name = dlg.name.text().strip()
+            self.settings.connections[name] = dlg.dsn()
+            self.settings.save()
+            if dlg.password.text():
+                self._passwords[name] = dlg.password.text()
+            if self.conn_combo.findText(name) < 0:
+                self.conn_combo.addItem(name)
+            self.conn_combo.setCurrentText(name)
+            self.refresh_database()
 
     def set_connection_dsn(self, dsn: str | None) -> None:
         self.conn_combo.setEditText(dsn or EMBEDDED)
@@ -419,6 +444,15 @@ class MainWindow(QMainWindow):
 
     def _on_database_failed(self, message: str) -> None:
         self.db_status.setText("not connected")
+        name = self.conn_combo.currentText().strip()
+        if "password" in message.lower() and name != EMBEDDED and name not in self._passwords:
+            password, ok = QInputDialog.getText(
+                self, "Password", f"Password for {strip_password(self.dsn() or name)}\n(kept for this session only)",
+                QLineEdit.EchoMode.Password)
+            if ok and password:
+                self._passwords[name] = password
+                self.refresh_database()
+                return
         self._on_background_failed(message)
 
     def _on_database_inspected(self, info: DatabaseInfo) -> None:

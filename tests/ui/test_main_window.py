@@ -159,3 +159,21 @@ def test_screenshot_command(tmp_path: Path, dsn: str, table_name: Callable[[str]
                        timeout=110)
     assert r.returncode == 0, r.stderr[-800:]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_saved_connection_keeps_no_password(qtbot: Any, window: Any, tmp_path: Path) -> None:
+    from ui.connections import ConnectionDialog
+    from ui.settings import Settings, config_dir
+
+    dlg = ConnectionDialog(window)
+    qtbot.addWidget(dlg)
+    dlg.name.setText("warehouse")
+    dlg.host.setText("127.0.0.1")
+    dlg.user.setText("ana")
+    dlg.password.setText("s3cret")
+    assert "s3cret" not in dlg.dsn() and "s3cret" in dlg.dsn(with_password=True)
+    window.settings.connections["warehouse"] = dlg.dsn(with_password=True)
+    window.settings.save()
+    saved = (config_dir() / "settings.toml").read_text()
+    assert "s3cret" not in saved and "127.0.0.1" in saved
+    assert Settings.load().connections["warehouse"].count("ana") == 1
