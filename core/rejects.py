@@ -1,0 +1,99 @@
+"""The `skip` error policy: isolate the rows the server refuses, keep the rest.
+
+A failed batch is rolled back to its savepoint and bisected with INSERTs inside
+nested savepoints, so good rows load and each bad row is found with O(log n)
+statements per bad row. Each reject is written with its line, column and reason.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from core.db import TableRef
+from core.diagnose import bad_column, server_reason
+from core.errors import TooManyRejects
+from core.sources.base import Source
+
+
+@dataclass(frozen=True)
+class Reject:
+    row: int  # 0-based source row
+    reason: str
+
+
+def isolate(
+    conn: psycopg.Connection[Any], table: TableRef, columns: Sequence[str], rows: Sequence[tuple[Any, ...]],
+    first_row: int,
+) -> tuple[int, list[Reject]]:
+    """Insert what loads of `rows` (inside the open transaction); return (loaded, rejects)."""
+    stmt = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+        table.ident(), sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+    )
+    cur = conn.cursor()
+    rejects: list[Reject] = []
+
+    def attempt(lo: int, hi: int) -> int:
+        try:
+            with conn.transaction():
+                cur.executemany(stmt, rows[lo:hi])
+            return hi - lo
+        except psycopg.Error as exc:
+            if hi - lo == 1:
+                rejects.append(Reject(first_row + lo, server_reason(exc)))
+                return 0
+        mid = (lo + hi) // 2
+        return attempt(lo, mid) + attempt(mid, hi)
+
+    loaded = attempt(0, len(rows)) if rows else 0
+    return loaded, rejects
+
+
+class RejectWriter:
+    """The reject file: line, row, column, value, reason and the original record."""
+
+    HEADER = ("line", "row", "column", "value", "reason", "record")
+
+    def __init__(self, path: str | None, source: Source, limit: int | None, limit_pct: float | None) -> None:
+        self.path = path or f"{source.path}.rejects.csv"
+        self.source = source
+        self.limit, self.limit_pct = limit, limit_pct
+        self.count = 0
+        self._file = open(self.path, "w", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._csv = csv.writer(self._file)
+        self._csv.writerow(self.HEADER)
+
+    def add(
+        self, reject: Reject, dsn: str, columns: Sequence[str], types: Sequence[str], values: Sequence[Any] | None
+    ) -> None:
+        line, record = self.source.locate(reject.row)
+        column, value = bad_column(dsn, columns, types, values, None) if values is not None else (None, None)
+        self._csv.writerow((line or "", reject.row + 1, column or "", "" if value is None else value, reject.reason,
+                            record or ""))
+        self.count += 1
+
+    def check_limit(self, rows_read: int) -> None:
+        if self.limit is not None and self.count > self.limit:
+            raise TooManyRejects(f"{self.count} rows rejected, more than the limit of {self.limit}; nothing was loaded")
+        if self.limit_pct is not None and rows_read and self.count * 100 / rows_read > self.limit_pct:
+            raise TooManyRejects(
+                f"{self.count} of {rows_read} rows rejected, more than {self.limit_pct}%; nothing was loaded"
+            )
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def discard_if_empty(self) -> str | None:
+        self.close()
+        if self.count == 0:
+            Path(self.path).unlink(missing_ok=True)
+            return None
+        return self.path
