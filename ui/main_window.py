@@ -676,8 +676,10 @@ class MainWindow(QMainWindow):
         self.progress.setFormat("done")
         self.counters.setText(f"read {result.rows_read:,} · loaded {result.rows_loaded:,} · "
                               f"rejected {result.rows_rejected:,}")
+        rejected = (f" {result.rows_rejected:,} rows were rejected: see {result.reject_file}."
+                    if result.rows_rejected else "")
         self.summary.setText(f"Loaded {result.rows_loaded:,} rows in {result.seconds:.2f} s "
-                             f"({result.rows_per_s:,.0f} rows/s) with {result.strategy}.")
+                             f"({result.rows_per_s:,.0f} rows/s) with {result.strategy}.{rejected}")
         self._end_run("loaded", result)
         self.refresh_table_list_quietly()
         self.run_finished.emit(result)
