@@ -41,6 +41,14 @@ def _source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
 
 
+def _resume_args(p: argparse.ArgumentParser) -> None:
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true", help="continue an interrupted per-batch load")
+    again.add_argument(
+        "--restart", action="store_true", help="load from the first row although an earlier run is unfinished"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m app", description="Sluice: load files into PostgreSQL.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -57,11 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--reject-file")
     load.add_argument("--reject-limit", type=int)
     load.add_argument("--save-profile", metavar="P.toml")
+    _resume_args(load)
 
     run = sub.add_parser("run", help="run an import profile")
     run.add_argument("profile")
     run.add_argument("--dsn")
-    run.add_argument("--resume", action="store_true", help="continue an interrupted per-batch load")
+    _resume_args(run)
     run.add_argument("--json", action="store_true")
 
     cmp_ = sub.add_parser("compare", help="compare strategies on this file, into a scratch table")
@@ -130,7 +139,9 @@ def _emit_json(obj: dict[str, Any]) -> None:
     print(json.dumps(obj, default=str))
 
 
-def cmd_load(spec: LoadSpec, as_json: bool, save_profile: str | None = None) -> int:
+def cmd_load(
+    spec: LoadSpec, as_json: bool, save_profile: str | None = None, *, resume: bool = False, restart: bool = False
+) -> int:
     from core import profile
     from core.job import LoadJob
 
@@ -143,10 +154,13 @@ def cmd_load(spec: LoadSpec, as_json: bool, save_profile: str | None = None) -> 
     line = ProgressLine()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.cancel())
     try:
-        result = LoadJob(spec, on_progress=line, on_log=lambda m: None, cancel=cancel).run()
+        job = LoadJob(spec, on_progress=line, on_log=line.log, cancel=cancel, resume=resume, restart=restart)
+        result = job.run()
     finally:
         line.end()
         signal.signal(signal.SIGINT, previous)
+    if result.resumed_from:
+        print(f"resumed after {result.resumed_from:,} rows an earlier run had committed", file=sys.stderr)
     print(
         f"loaded {result.rows_loaded:,} of {result.rows_read:,} rows into {spec.target.table} "
         f"in {result.seconds:.2f} s ({result.rows_per_s:,.0f} rows/s) with {result.strategy}",
@@ -191,16 +205,14 @@ def main(argv: Sequence[str]) -> int:
             spec = spec_from_args(args)
             spec.target.mode = LoadMode(args.mode)
             spec.target.key = list(args.key)
-            return cmd_load(spec, as_json, args.save_profile)
+            return cmd_load(spec, as_json, args.save_profile, resume=args.resume, restart=args.restart)
         if args.command == "run":
             from core import profile
 
             spec, _rest = profile.load(args.profile)
             if args.dsn:
                 spec.dsn = args.dsn
-            if args.resume:
-                raise ConfigError("--resume needs per-batch commits, which are not available yet")
-            return cmd_load(spec, as_json)
+            return cmd_load(spec, as_json, resume=args.resume, restart=args.restart)
         if args.command == "compare":
             from app.compare_cli import cmd_compare
 

@@ -47,6 +47,13 @@ class ProgressLine:
         if p.phase in (Phase.DONE, Phase.FAILED, Phase.CANCELLED):
             self.end()
 
+    def log(self, message: str) -> None:
+        """A message on its own line (retries, resuming), the progress line redrawn after it."""
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+        self.stream.write(message + "\n")
+        self.stream.flush()
+
     def end(self) -> None:
         if self._shown:
             self.stream.write("\n")

@@ -30,6 +30,10 @@ class CancelToken:
             except Exception:  # noqa: BLE001 - best effort: the token still says cancelled
                 pass
 
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`, waking at once on cancel; True when cancelled."""
+        return self._event.wait(seconds)
+
     def check(self) -> None:
         if self._event.is_set():
             raise Cancelled()

@@ -34,6 +34,8 @@ def resolve_dsn(dsn: str | None) -> str:
 
 
 def connect(dsn: str, *, autocommit: bool = False, **kwargs: Any) -> psycopg.Connection[Any]:
+    # A name the server shows in pg_stat_activity, so an operator can see (or stop) a load.
+    kwargs.setdefault("application_name", "sluice")
     try:
         return psycopg.connect(dsn, autocommit=autocommit, **kwargs)
     except psycopg.OperationalError as exc:

@@ -69,9 +69,15 @@ class RowProblem:
 class BadRowError(SluiceError):
     """A row the server refused under the `abort` policy; the load was rolled back."""
 
-    def __init__(self, problem: RowProblem) -> None:
+    def __init__(self, problem: RowProblem, committed: int | None = None) -> None:
         self.problem = problem
-        super().__init__(problem.describe() + " (nothing was loaded)")
+        self.committed = committed
+        tail = (
+            " (nothing was loaded)"
+            if committed is None
+            else f" (that batch was rolled back; the {committed:,} rows committed before it stay in the table)"
+        )
+        super().__init__(problem.describe() + tail)
 
 
 class TooManyRejects(SluiceError):
@@ -80,6 +86,10 @@ class TooManyRejects(SluiceError):
 
 class LoadFailed(SluiceError):
     """Any other database failure during the load, with the server's message."""
+
+
+class ResumableStop(LoadFailed):
+    """A per-batch load stopped (e.g. the connection kept failing); `--resume` continues it."""
 
 
 def _short(value: str | None, limit: int = 80) -> str:

@@ -19,20 +19,32 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
+from core import checkpoint as ck
 from core import mapping as mp
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn, strip_password, supports_two_phase, table_columns
 from core.diagnose import bad_column, first_bad_row, server_reason
-from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem, SluiceError, TooManyRejects
+from core.errors import (
+    BadRowError,
+    Cancelled,
+    ConfigError,
+    ConnectError,
+    LoadFailed,
+    ResumableStop,
+    RowProblem,
+    SluiceError,
+    TooManyRejects,
+)
 from core.events import Phase, Progress
 from core.rejects import Reject, RejectWriter, isolate
 from core.sources.base import Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec
-from core.strategies.base import Strategy, WriteContext, WriteFailed, get_strategy
+from core.strategies.base import Strategy, WriteContext, WriteFailed, all_strategies, get_strategy
 from core.strategies.binary_values import BadValue
 
 PROGRESS_EVERY_S = 0.1
+RETRY_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # per-batch: waits before each reconnect
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,7 @@ class LoadResult:
     seconds: float
     bytes: int
     reject_file: str | None = None
+    resumed_from: int = 0  # source rows an earlier per-batch run had committed
 
     @property
     def rows_per_s(self) -> float:
@@ -86,8 +99,12 @@ class LoadJob:
         on_progress: Callable[[Progress], None] | None = None,
         on_log: Callable[[str], None] | None = None,
         cancel: CancelToken | None = None,
+        resume: bool = False,
+        restart: bool = False,
     ) -> None:
         self.spec = spec
+        self.resume = resume  # continue an unfinished per-batch run of this load
+        self.restart = restart  # start again from row 1 although an earlier run is unfinished
         self.on_progress = on_progress or (lambda _p: None)
         self.on_log = on_log or (lambda _m: None)
         self.cancel = cancel or CancelToken()
@@ -133,43 +150,62 @@ class LoadJob:
                 raise ConfigError(f"{cls.id} replays INSERT scripts; the source is {source.format}")
             self._check_combination(cls)
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}")
+            earlier = self._earlier_run(ctl, plan)
+            if self.spec.commit is CommitMode.PER_BATCH:
+                return self._run_per_batch(cls, dsn, ctl, plan, earlier)
             return self._run(cls, dsn, ctl, plan)
 
+    def _earlier_run(self, ctl: psycopg.Connection[Any], plan: Plan) -> ck.Checkpoint | None:
+        """An unfinished per-batch run of this same load: resume it, restart, or say so."""
+        key = ck.load_key(plan.source.path, plan.target)
+        earlier = ck.read(ctl, plan.target, key)
+        if earlier is None or earlier.finished:
+            if self.resume:
+                self.on_log("nothing to resume: no unfinished run of this load; starting from the first row")
+            return None
+        if self.restart:
+            self.on_log(f"{earlier.describe()}; starting again from the first row as asked")
+            ck.forget(ctl, plan.target, key)
+            return None
+        if not self.resume:
+            raise ConfigError(
+                f"{earlier.describe()}. Run again with --resume to continue it, or --restart to load every row "
+                "again (rows it committed stay in the table)"
+            )
+        if self.spec.commit is not CommitMode.PER_BATCH:
+            raise ConfigError("--resume continues per-batch loads; choose --commit per-batch")
+        if ck.fingerprint(plan.source.path) != earlier.fingerprint:
+            raise ConfigError(
+                f"{plan.source.path} changed since the earlier run (size, time or content differ), so its "
+                "committed rows can no longer be matched; use --restart to load the file from the first row"
+            )
+        return earlier
+
     def _check_combination(self, cls: type[Strategy]) -> None:
-        if self.spec.commit is CommitMode.PER_BATCH:
-            raise ConfigError("per-batch commits (resumable loads) are not available yet; use --commit single")
+        if self.spec.commit is CommitMode.PER_BATCH and (
+            not cls.transactional or cls.multi_connection or cls.script_only
+        ):
+            usable = ", ".join(c.id for c in all_strategies() if c.transactional and not c.multi_connection
+                               and not c.script_only)
+            raise ConfigError(
+                f"per-batch commits need a strategy that writes each batch in one transaction on one "
+                f"connection ({usable}); {cls.id} does not"
+            )
         if self.spec.on_error is ErrorPolicy.SKIP and cls.id == "parallel-copy":
             raise ConfigError(f"the skip policy is not available with {cls.id} yet; use copy-csv or another strategy")
         if self.spec.target.mode is LoadMode.UPSERT and not self.spec.target.key:
             raise ConfigError("upsert needs --key: the columns that identify a row")
 
     def _run(self, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan) -> LoadResult:
-        spec, ref, maps = self.spec, plan.target, plan.maps
+        spec, ref = self.spec, plan.target
         mode = spec.target.mode
         created = succeeded = False
         stage: TableRef | None = None
         strategy: Strategy | None = None
         try:
             self._emit(Phase.PREPARING, force=True)
-            if mode is LoadMode.CREATE:
-                if plan.exists:
-                    raise ConfigError(f"table {ref.display()} already exists; choose append, truncate or upsert")
-                ddl: sql.SQL | sql.Composed = (
-                    _user_ddl(spec.target.ddl) if spec.target.ddl else mp.create_table_sql(ref, maps)
-                )
-                try:
-                    ctl.execute(ddl)
-                except psycopg.Error as exc:
-                    raise ConfigError(f"cannot create {ref.display()}: {server_reason(exc)}") from None
-                created = True
-            elif not plan.exists:
-                raise ConfigError(f"table {ref.display()} does not exist; use mode create to make it")
-            columns = table_columns(ctl, ref) or []
-            types = {c.name: c.type for c in columns}
-            targets = [m.target for m in mp.included(maps)]
-            missing = [t for t in targets if t not in types]
-            if missing:
-                raise ConfigError(f"table {ref.display()} has no column {', '.join(map(repr, missing))}")
+            created = self._ensure_target(ctl, plan, mode)
+            targets, types = self._target_columns(ctl, plan)
             two_phase = (
                 cls.id == "parallel-copy" and mode in (LoadMode.APPEND, LoadMode.CREATE) and supports_two_phase(ctl)
             )
@@ -194,7 +230,7 @@ class LoadJob:
                 cls.streams_raw_csv
                 and spec.on_error is ErrorPolicy.ABORT
                 and source_is_csv(plan.source)
-                and mp.is_identity(maps, plan.source.columns())
+                and mp.is_identity(plan.maps, plan.source.columns())
             )
             ctx = WriteContext(
                 dsn=dsn,
@@ -281,6 +317,221 @@ class LoadJob:
 
     _rejects: RejectWriter | None = None
 
+    # -- per-batch commits ------------------------------------------------------------
+
+    def _run_per_batch(
+        self, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan, earlier: ck.Checkpoint | None
+    ) -> LoadResult:
+        """Commit every batch with its checkpoint; reconnect and go on when the connection drops."""
+        spec, ref = self.spec, plan.target
+        mode = spec.target.mode
+        if earlier is not None and mode is LoadMode.CREATE:
+            mode = LoadMode.APPEND  # the earlier run made the table
+        self._emit(Phase.PREPARING, force=True)
+        self._ensure_target(ctl, plan, mode)  # kept even if this run fails: its batches are committed
+        targets, types = self._target_columns(ctl, plan)
+        key = ck.load_key(plan.source.path, ref)
+        ck.ensure_book(ctl, ref)
+        if earlier is None:
+            ck.start(ctl, ref, key, str(plan.source.path), ck.fingerprint(plan.source.path), cls.id)
+        else:
+            self.on_log(f"resuming after {earlier.rows_done:,} committed source rows")
+        state = earlier or ck.read(ctl, ref, key)
+        assert state is not None
+        self.resumed_from = earlier.rows_done if earlier else 0
+        # Upsert goes through a temporary table that each commit empties.
+        stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}") if mode is LoadMode.UPSERT else None
+        ctx = WriteContext(
+            dsn=dsn, table=stage or ref, columns=targets, types=[types[t] for t in targets],
+            batch_rows=max(1, spec.batch_rows), workers=1, cancel=self.cancel, log=self.on_log,
+        )
+        if spec.on_error is ErrorPolicy.SKIP:
+            self._rejects = RejectWriter(
+                spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct,
+                resume_at=(state.reject_bytes, state.rows_rejected) if earlier else None,
+            )
+        attempt = 0
+        try:
+            while True:
+                self._restore(state)
+                strategy = cls(ctx)
+                try:
+                    strategy.open()
+                    assert strategy.conn is not None
+                    if stage is not None:
+                        strategy.conn.execute(
+                            sql.SQL("CREATE TEMP TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS").format(
+                                stage.ident(), ref.ident())
+                        )
+                        strategy.conn.commit()
+                    self._emit(Phase.LOADING, force=True)
+                    self._commit_batches(strategy, plan, key, mode, stage, targets)
+                    self._emit(Phase.FINISHING, force=True)
+                    ck.finish(strategy.conn, ref, key)
+                    strategy.conn.commit()
+                    break
+                except (WriteFailed, psycopg.OperationalError, ConnectError) as exc:
+                    error = exc.error if isinstance(exc, WriteFailed) else exc
+                    if self.cancel.cancelled or not _connection_lost(error):
+                        strategy.rollback()
+                        raise self._per_batch_error(exc, plan, strategy) from None
+                    if self.rows_read > state.rows_done:
+                        attempt = 0  # batches went through since the last failure
+                    state, attempt = self._reconnect(dsn, ref, key, error, attempt)
+                except (BadValue, psycopg.Error, ck.CheckpointMoved) as exc:
+                    strategy.rollback()
+                    raise self._per_batch_error(exc, plan, strategy) from None
+                except BaseException:
+                    strategy.rollback()
+                    raise
+                finally:
+                    strategy.close()
+        except Cancelled:
+            self._emit(Phase.CANCELLED, force=True)
+            raise
+        finally:
+            if self._rejects is not None:
+                self._rejects.close()
+        self._emit(Phase.DONE, force=True)
+        reject_file = self._rejects.discard_if_empty() if self._rejects else None
+        return LoadResult(
+            spec.strategy, self.rows_read, self.rows_loaded, self.rows_rejected, time.monotonic() - self._t0,
+            self.bytes_read, reject_file, self.resumed_from,
+        )
+
+    resumed_from = 0
+
+    def _restore(self, state: ck.Checkpoint) -> None:
+        """Counters and the reject file back to what the last commit recorded."""
+        self.rows_read, self.rows_loaded, self.rows_rejected = state.rows_done, state.rows_loaded, state.rows_rejected
+        self.bytes_read = state.bytes_done
+        if self._rejects is not None:
+            self._rejects.rewind(state.reject_bytes, state.rows_rejected)
+
+    def _commit_batches(
+        self, strategy: Strategy, plan: Plan, key: str, mode: LoadMode, stage: TableRef | None, targets: list[str]
+    ) -> None:
+        conn = strategy.conn
+        assert conn is not None
+        ref, rejects = plan.target, self._rejects
+        for batch in plan.source.batches(self.spec.batch_rows, skip_rows=self.rows_read):
+            self.cancel.check()
+            plan.source.check_unchanged()
+            mapped = mp.apply(batch.frame, plan.maps)
+            self._batch_first = self._stream_base = batch.first_row
+            self._last_frame = mapped
+            if hasattr(strategy, "lines"):
+                strategy.lines = batch.lines
+            if mode is LoadMode.TRUNCATE and batch.first_row == 0:
+                conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+            if rejects is not None:
+                conn.execute("SELECT 1")  # open the transaction, so the batch gets a savepoint
+                loaded, bad = self._write_or_isolate(strategy, conn, mapped, batch.first_row)
+                for r in bad:
+                    rejects.add(r, strategy.ctx.dsn, strategy.ctx.columns, strategy.ctx.types,
+                                mapped.row(r.row - batch.first_row))
+                rejects.check_limit(batch.first_row + batch.frame.height)
+            else:
+                loaded, bad = strategy.write(mapped), []
+                strategy.flush()
+            if stage is not None:
+                conn.execute(self._move_sql(stage, ref, targets, LoadMode.UPSERT))
+            done = batch.first_row + batch.frame.height
+            ck.advance(
+                conn, ref, key, rows_done=done, rows_loaded=self.rows_loaded + loaded,
+                rows_rejected=self.rows_rejected + len(bad), bytes_done=batch.bytes_read,
+                reject_bytes=rejects.position() if rejects is not None else 0, expect_rows_done=self.rows_read,
+            )
+            conn.commit()
+            self.rows_read, self.bytes_read = done, batch.bytes_read
+            self.rows_loaded += loaded
+            self.rows_rejected += len(bad)
+            self._emit(Phase.LOADING)
+        plan.source.check_unchanged()
+
+    def _reconnect(
+        self, dsn: str, ref: TableRef, key: str, error: BaseException, attempt: int
+    ) -> tuple[ck.Checkpoint, int]:
+        """Wait with back-off, then read what really committed (the checkpoint is the truth)."""
+        while True:
+            attempt += 1
+            reason = server_reason(error) if isinstance(error, psycopg.Error) else str(error)
+            if attempt > len(RETRY_BACKOFF_S):
+                raise ResumableStop(
+                    f"the connection failed {len(RETRY_BACKOFF_S)} times in a row ({reason}); "
+                    f"{self.rows_loaded:,} rows are committed. Run again with --resume to continue "
+                    f"from source row {self.rows_read + 1:,}"
+                )
+            delay = RETRY_BACKOFF_S[attempt - 1]
+            message = f"connection lost ({reason}); retry {attempt}/{len(RETRY_BACKOFF_S)} in {delay:g} s"
+            self.on_log(message)
+            self._emit(Phase.LOADING, force=True, message=message)
+            if self.cancel.wait(delay):
+                raise Cancelled()
+            try:
+                with connect(dsn, autocommit=True) as c:
+                    state = ck.read(c, ref, key)
+            except (ConnectError, psycopg.OperationalError) as exc:
+                error = exc
+                continue
+            if state is None or state.finished:
+                raise LoadFailed("the load's checkpoint vanished or was finished by another process; stopped")
+            self.on_log(f"reconnected; continuing after {state.rows_done:,} committed source rows")
+            return state, attempt
+
+    def _per_batch_error(self, exc: BaseException, plan: Plan, strategy: Strategy) -> BaseException:
+        """The failure in words, saying what stayed committed."""
+        kept = f"the {self.rows_loaded:,} rows committed before it stay in the table"
+        if isinstance(exc, WriteFailed):
+            err = self._explain(exc, plan, strategy)
+            if isinstance(err, BadRowError):
+                return BadRowError(err.problem, committed=self.rows_loaded)
+            if isinstance(err, Cancelled):
+                return err
+            reason = server_reason(exc.error)
+        elif isinstance(exc, BadValue):
+            row = self._batch_first + exc.row
+            line, _ = plan.source.locate(row)
+            problem = RowProblem(str(plan.source.path), row, line, exc.column, exc.value, exc.reason)
+            return BadRowError(problem, committed=self.rows_loaded)
+        elif isinstance(exc, ck.CheckpointMoved):
+            return LoadFailed("another process is loading the same file into the same table; this run stopped")
+        elif isinstance(exc, psycopg.errors.QueryCanceled) and self.cancel.cancelled:
+            return Cancelled()
+        elif isinstance(exc, psycopg.Error):
+            reason = server_reason(exc)
+        else:
+            reason = str(exc)
+        return LoadFailed(f"the load stopped: {reason}; the batch was rolled back and {kept}")
+
+    def _ensure_target(self, ctl: psycopg.Connection[Any], plan: Plan, mode: LoadMode) -> bool:
+        """Create the table for mode create (True when made here), or check that it exists."""
+        ref = plan.target
+        if mode is LoadMode.CREATE:
+            if plan.exists:
+                raise ConfigError(f"table {ref.display()} already exists; choose append, truncate or upsert")
+            ddl: sql.SQL | sql.Composed = (
+                _user_ddl(self.spec.target.ddl) if self.spec.target.ddl else mp.create_table_sql(ref, plan.maps)
+            )
+            try:
+                ctl.execute(ddl)
+            except psycopg.Error as exc:
+                raise ConfigError(f"cannot create {ref.display()}: {server_reason(exc)}") from None
+            return True
+        if not plan.exists:
+            raise ConfigError(f"table {ref.display()} does not exist; use mode create to make it")
+        return False
+
+    def _target_columns(self, ctl: psycopg.Connection[Any], plan: Plan) -> tuple[list[str], dict[str, str]]:
+        """The mapped target columns, and every column's type as the table has it."""
+        ref = plan.target
+        types = {c.name: c.type for c in table_columns(ctl, ref) or []}
+        targets = [m.target for m in mp.included(plan.maps)]
+        missing = [t for t in targets if t not in types]
+        if missing:
+            raise ConfigError(f"table {ref.display()} has no column {', '.join(map(repr, missing))}")
+        return targets, types
+
     def _stream_skipping(self, strategy: Strategy, plan: Plan) -> None:
         """Each batch in its own savepoint; a failed batch is bisected row by row."""
         ctx = strategy.ctx
@@ -343,12 +594,14 @@ class LoadJob:
         return loaded, bad
 
     _batch_first = 0
+    _stream_base = 0  # source row where the current COPY statement began
     _last_frame: pl.DataFrame | None = None
 
     def _stream_batches(self, strategy: Strategy, plan: Plan) -> None:
         maps = plan.maps
         for batch in plan.source.batches(self.spec.batch_rows):
             self.cancel.check()
+            plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself
             mapped = mp.apply(batch.frame, maps)
             self._batch_first, self._last_frame = batch.first_row, mapped
             if hasattr(strategy, "lines"):
@@ -363,6 +616,7 @@ class LoadJob:
         write_raw = strategy.write_raw  # type: ignore[attr-defined]
         for chunk in plan.source.raw_chunks():  # type: ignore[attr-defined]
             self.cancel.check()
+            plan.source.check_unchanged()
             write_raw(chunk.data)
             # Newlines count records unless quoted fields hold some; the exact count comes from COPY.
             self.rows_read += chunk.data.count(b"\n")
@@ -374,25 +628,29 @@ class LoadJob:
     def _move(
         self, ctl: psycopg.Connection[Any], stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode
     ) -> None:
-        collist = sql.SQL(", ").join(sql.Identifier(c) for c in cols)
-        move = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(ref.ident(), collist, collist, stage.ident())
-        if mode is LoadMode.UPSERT:
-            keys = self.spec.target.key
-            rest = [c for c in cols if c not in keys]
-            action = (
-                sql.SQL("DO UPDATE SET {}").format(
-                    sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in rest)
-                )
-                if rest
-                else sql.SQL("DO NOTHING")
-            )
-            move = sql.SQL("{} ON CONFLICT ({}) {}").format(
-                move, sql.SQL(", ").join(sql.Identifier(k) for k in keys), action
-            )
         with ctl.transaction():
             if mode is LoadMode.TRUNCATE:
                 ctl.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
-            ctl.execute(move)
+            ctl.execute(self._move_sql(stage, ref, cols, mode))
+
+    def _move_sql(self, stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode) -> sql.Composed:
+        """INSERT ... SELECT from the staging table; ON CONFLICT on the key for upsert."""
+        collist = sql.SQL(", ").join(sql.Identifier(c) for c in cols)
+        move = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(ref.ident(), collist, collist, stage.ident())
+        if mode is not LoadMode.UPSERT:
+            return move
+        keys = self.spec.target.key
+        rest = [c for c in cols if c not in keys]
+        action = (
+            sql.SQL("DO UPDATE SET {}").format(
+                sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in rest)
+            )
+            if rest
+            else sql.SQL("DO NOTHING")
+        )
+        return sql.SQL("{} ON CONFLICT ({}) {}").format(
+            move, sql.SQL(", ").join(sql.Identifier(k) for k in keys), action
+        )
 
     def _rollback(self, strategy: Strategy | None) -> None:
         if strategy is not None:
@@ -410,7 +668,11 @@ class LoadJob:
         row: int | None = None
         if wf.row is not None:
             # Row strategies give the row in the batch; COPY gives it in its stream (the whole load).
-            row = wf.row if strategy is not None and strategy.stream_rows else self._batch_first + wf.row
+            row = (
+                self._stream_base + wf.row
+                if strategy is not None and strategy.stream_rows
+                else self._batch_first + wf.row
+            )
         elif ctx is not None and self._last_frame is not None:
             idx = first_bad_row(ctx.dsn, ctx.table, ctx.columns, self._last_frame.rows())
             row = None if idx is None else self._batch_first + idx
@@ -423,6 +685,15 @@ class LoadJob:
             if values is not None:
                 column, value = bad_column(ctx.dsn, ctx.columns, ctx.types, values, wf.error)
         return BadRowError(RowProblem(str(source.path), row, line, column, value, reason))
+
+
+def _connection_lost(error: BaseException) -> bool:
+    """A dropped or refused connection (worth a retry), as opposed to a refused statement."""
+    if isinstance(error, ConnectError):
+        return True
+    if isinstance(error, psycopg.errors.QueryCanceled):
+        return False
+    return isinstance(error, psycopg.OperationalError)
 
 
 def strategy_rows(strategy: Strategy, fallback: int) -> int:

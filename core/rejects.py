@@ -61,14 +61,43 @@ class RejectWriter:
 
     HEADER = ("line", "row", "column", "value", "reason", "record")
 
-    def __init__(self, path: str | None, source: Source, limit: int | None, limit_pct: float | None) -> None:
+    def __init__(
+        self,
+        path: str | None,
+        source: Source,
+        limit: int | None,
+        limit_pct: float | None,
+        *,
+        resume_at: tuple[int, int] | None = None,
+    ) -> None:
+        """resume_at=(bytes, count): a resumed per-batch load keeps what its commits recorded."""
         self.path = path or f"{source.path}.rejects.csv"
         self.source = source
         self.limit, self.limit_pct = limit, limit_pct
         self.count = 0
-        self._file = open(self.path, "w", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        keep = resume_at is not None and resume_at[0] > 0 and Path(self.path).is_file()
+        # Binary-safe reopen for resume: the text layer would refuse to truncate mid-way.
+        self._file = open(self.path, "r+" if keep else "w", newline="", encoding="utf-8")  # noqa: SIM115
         self._csv = csv.writer(self._file)
-        self._csv.writerow(self.HEADER)
+        if keep and resume_at is not None:
+            self.rewind(*resume_at)
+        else:
+            self._csv.writerow(self.HEADER)
+        self._start = self.position()
+
+    def position(self) -> int:
+        """The file's length now (flushed), which a per-batch commit records."""
+        self._file.flush()
+        return self._file.seek(0, 2)
+
+    def rewind(self, length: int, count: int) -> None:
+        """Drop what was written after the last commit (its batch was rolled back)."""
+        if length <= 0:
+            length, count = getattr(self, "_start", 0), 0
+        self._file.flush()
+        self._file.seek(length)
+        self._file.truncate(length)
+        self.count = count
 
     def add(
         self, reject: Reject, dsn: str, columns: Sequence[str], types: Sequence[str], values: Sequence[Any] | None
