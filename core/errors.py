@@ -21,6 +21,15 @@ class ConfigError(SluiceError):
     exit_code = 2
 
 
+class UnfinishedRun(ConfigError):
+    """An earlier per-batch run of the same load stopped midway; resume or restart it."""
+
+    def __init__(self, message: str, *, described: str, rows_done: int) -> None:
+        self.described = described  # the earlier run in words, without command-line advice
+        self.rows_done = rows_done
+        super().__init__(message)
+
+
 class SourceError(SluiceError):
     """The source file cannot be read or parsed (missing, unreadable, malformed)."""
 

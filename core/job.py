@@ -34,6 +34,7 @@ from core.errors import (
     RowProblem,
     SluiceError,
     TooManyRejects,
+    UnfinishedRun,
 )
 from core.events import Phase, Progress
 from core.rejects import Reject, RejectWriter, isolate
@@ -168,9 +169,11 @@ class LoadJob:
             ck.forget(ctl, plan.target, key)
             return None
         if not self.resume:
-            raise ConfigError(
+            raise UnfinishedRun(
                 f"{earlier.describe()}. Run again with --resume to continue it, or --restart to load every row "
-                "again (rows it committed stay in the table)"
+                "again (rows it committed stay in the table)",
+                described=earlier.describe(),
+                rows_done=earlier.rows_done,
             )
         if self.spec.commit is not CommitMode.PER_BATCH:
             raise ConfigError("--resume continues per-batch loads; choose --commit per-batch")

@@ -156,3 +156,56 @@ class HistoryModel(QAbstractTableModel):
         if role == _DISPLAY and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
             return self.HEADERS[section]
         return None
+
+
+class RejectsModel(QAbstractTableModel):
+    """The reject file of the last run: line, row, column, value, reason and the original record."""
+
+    HEADERS = ("Line", "Row", "Column", "Value", "Reason", "Record")
+    LIMIT = 10_000  # the file holds them all; the view shows the first ones
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[str, ...]] = []
+        self.total = 0
+        self.path: str | None = None
+
+    def load(self, path: str | None) -> None:
+        import csv
+        import itertools
+
+        self.beginResetModel()
+        self.rows, self.total, self.path = [], 0, path
+        if path:
+            try:
+                with open(path, newline="", encoding="utf-8") as f:
+                    reader = csv.reader(f)
+                    next(reader, None)  # header
+                    for rec in reader:
+                        if len(self.rows) < self.LIMIT:
+                            self.rows.append(tuple(itertools.islice(itertools.chain(rec, [""] * 6), 6)))
+                        self.total += 1
+            except OSError:
+                pass
+        self.endResetModel()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def data(self, index: Index, role: int = _DISPLAY) -> Any:
+        if not index.isValid() or index.row() >= len(self.rows) or index.column() >= len(self.HEADERS):
+            return None
+        text = self.rows[index.row()][index.column()]
+        if role == _DISPLAY:
+            return text if len(text) <= 200 else text[:200] + "…"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return text[:2000]
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
+        if role == _DISPLAY and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
+            return self.HEADERS[section]
+        return None

@@ -22,6 +22,10 @@ class JobSignals(QObject):
     failed = Signal(str)
     cancelled = Signal()
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.error: BaseException | None = None  # set before `failed`, for callers that act on its kind
+
 
 JobFn = Callable[[Callable[[Progress], None], Callable[[str], None], CancelToken], Any]
 
@@ -39,6 +43,7 @@ class _Runnable(QRunnable):
         except Cancelled:
             s.cancelled.emit()
         except SluiceError as exc:
+            s.error = exc
             s.failed.emit(str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug: shown, logged, never a crash
             s.log.emit(traceback.format_exc())
