@@ -8,6 +8,7 @@ made LIKE the target (or from the mapping for a new table), emptied between runs
 from __future__ import annotations
 
 import csv
+import os
 import statistics
 import tempfile
 import threading
@@ -100,8 +101,14 @@ def _combinations(spec: CompareSpec, is_sql: bool) -> list[CompareResult]:
 
 
 def _write_sample(base: LoadSpec, rows: int, folder: Path) -> tuple[SourceOptions, int]:
-    """The first `rows` rows as a CSV file that every strategy then loads alike."""
+    """The first `rows` rows as a CSV file that every strategy then loads alike.
+
+    An INSERT script stays a script (one INSERT per row), so the script strategies
+    can replay it; every other strategy reads the same rows from it too.
+    """
     plan = plan_load(base)
+    if plan.source.format == "sql":
+        return _write_script_sample(plan.source, rows, folder)
     path = folder / "sample.csv"
     taken = 0
     with open(path, "wb") as f:
@@ -114,6 +121,32 @@ def _write_sample(base: LoadSpec, rows: int, folder: Path) -> tuple[SourceOption
                 break
     return SourceOptions(str(path), format="csv", delimiter=",", quote='"', header=True, encoding="utf-8",
                          null=""), taken
+
+
+def _write_script_sample(source: Any, rows: int, folder: Path) -> tuple[SourceOptions, int]:
+    path = folder / "sample.sql"
+    cols = source.columns()
+    # A data file, not SQL this process runs: the load parses it back as literals, like any script.
+    head = "INSERT INTO " + _sql_ident(source.target.table)
+    if source.has_column_list:
+        head += " (" + ", ".join(_sql_ident(c) for c in cols) + ")"
+    taken = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for batch in source.batches(min(rows, 50_000)):
+            for row in batch.frame.head(rows - taken).iter_rows():
+                f.write(f"{head} VALUES ({', '.join(_sql_literal(v) for v in row)});\n")
+                taken += 1
+            if taken >= rows:
+                break
+    return SourceOptions(str(path), format="sql", encoding="utf-8"), taken
+
+
+def _sql_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sql_literal(value: object) -> str:
+    return "NULL" if value is None else "'" + str(value).replace("'", "''") + "'"
 
 
 def _csv_field(text: str) -> str:
@@ -226,18 +259,37 @@ def _one_run(
 
 
 def _probe_limit(ctl: Any, scratch: TableRef, run_spec: LoadSpec, budget_s: float, cancel: CancelToken) -> int | None:
-    """Time a short run; if the whole sample would blow the budget, return a row count that fits."""
-    folder = Path(tempfile.mkdtemp(prefix="sluice-probe-"))
-    opts, probe_rows = _write_sample(run_spec, 2000, folder)
-    t = time.monotonic()
-    LoadJob(replace(run_spec, source=opts), cancel=cancel).run()
-    rate = probe_rows / max(time.monotonic() - t, 1e-6)
+    """Time short runs; if the whole sample would blow the budget, return a row count that fits.
+
+    The first probe is tiny, so a strategy at 320 ms per round trip costs seconds, not minutes,
+    to size up; a second, larger probe refines the rate only when it is cheap enough.
+    """
     full = _row_count(run_spec)
-    if full <= probe_rows or full / rate <= budget_s:
-        return None
-    return max(100, int(rate * budget_s * 0.8))
+    rate = 0.0
+    for probe in (20, 2000):
+        if probe >= full and rate:
+            break
+        folder = Path(tempfile.mkdtemp(prefix="sluice-probe-"))
+        opts, probe_rows = _write_sample(run_spec, probe, folder)
+        t = time.monotonic()
+        LoadJob(replace(run_spec, source=opts), cancel=cancel).run()
+        ctl.execute(sql.SQL("TRUNCATE {}").format(scratch.ident()))
+        rate = probe_rows / max(time.monotonic() - t, 1e-6)
+        if full / rate <= budget_s:
+            return None
+        if 2000 / rate > budget_s / 4:
+            break  # the larger probe would cost too much of the budget itself
+    return max(20, int(rate * budget_s * 0.8))
+
+
+_COUNTS: dict[tuple[str, int, int], int] = {}
 
 
 def _row_count(spec: LoadSpec) -> int:
-    plan = plan_load(spec)
-    return sum(b.frame.height for b in plan.source.batches(100_000))
+    """Rows in the source, counted once per file version (every combination asks)."""
+    st = os.stat(spec.source.path)
+    key = (os.path.abspath(spec.source.path), st.st_size, st.st_mtime_ns)
+    if key not in _COUNTS:
+        plan = plan_load(spec)
+        _COUNTS[key] = sum(b.frame.height for b in plan.source.batches(100_000))
+    return _COUNTS[key]
