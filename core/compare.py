@@ -262,24 +262,40 @@ def _probe_limit(ctl: Any, scratch: TableRef, run_spec: LoadSpec, budget_s: floa
     """Time short runs; if the whole sample would blow the budget, return a row count that fits.
 
     The first probe is tiny, so a strategy at 320 ms per round trip costs seconds, not minutes,
-    to size up; a second, larger probe refines the rate only when it is cheap enough.
+    to size up. When a larger probe is cheap, the two give the marginal rate apart from the
+    fixed cost of a run (start, connect, plan), so fast strategies are not mistaken for slow ones.
     """
     full = _row_count(run_spec)
-    rate = 0.0
+    timings: list[tuple[int, float]] = []
     for probe in (20, 2000):
-        if probe >= full and rate:
-            break
+        if timings and (probe >= full or _estimate(timings, probe) > budget_s / 4):
+            break  # the whole sample is this small, or the probe would eat the budget itself
         folder = Path(tempfile.mkdtemp(prefix="sluice-probe-"))
         opts, probe_rows = _write_sample(run_spec, probe, folder)
         t = time.monotonic()
         LoadJob(replace(run_spec, source=opts), cancel=cancel).run()
+        timings.append((probe_rows, time.monotonic() - t))
         ctl.execute(sql.SQL("TRUNCATE {}").format(scratch.ident()))
-        rate = probe_rows / max(time.monotonic() - t, 1e-6)
-        if full / rate <= budget_s:
+        if _estimate(timings, full) <= budget_s:
             return None
-        if 2000 / rate > budget_s / 4:
-            break  # the larger probe would cost too much of the budget itself
-    return max(20, int(rate * budget_s * 0.8))
+    overhead, per_row = _fit(timings)
+    return max(20, int((budget_s * 0.8 - overhead) / per_row)) if budget_s * 0.8 > overhead else 20
+
+
+def _fit(timings: list[tuple[int, float]]) -> tuple[float, float]:
+    """(fixed seconds per run, seconds per row) from one or two probes."""
+    (n1, t1) = timings[0]
+    if len(timings) > 1:
+        (n2, t2) = timings[-1]
+        if n2 > n1 and t2 > t1:
+            per_row = (t2 - t1) / (n2 - n1)
+            return max(0.0, t1 - n1 * per_row), per_row
+    return 0.0, t1 / max(n1, 1)  # one probe: every second charged to its rows (pessimistic)
+
+
+def _estimate(timings: list[tuple[int, float]], rows: int) -> float:
+    overhead, per_row = _fit(timings)
+    return overhead + rows * per_row
 
 
 _COUNTS: dict[tuple[str, int, int], int] = {}

@@ -109,3 +109,44 @@ def load(path: str | Path) -> tuple[LoadSpec, dict[str, Any]]:
     except OSError as exc:
         raise ConfigError(f"cannot read profile {p}: {exc.strerror}") from None
     return from_toml(text, base_dir=p.parent)
+
+
+# The optional [compare] table: the Compare tab's set-up, kept beside the load it measures.
+_COMPARE_KEYS: dict[str, tuple[type, ...]] = {
+    "strategies": (str,), "batch_rows": (int,), "workers": (int,),  # lists of these
+    "sample_rows": (int,), "repeat": (int,), "budget_s": (int, float), "rtt_ms": (int, float),
+}
+_COMPARE_LISTS = ("strategies", "batch_rows", "workers")
+
+
+def compare_section(rest: dict[str, Any]) -> dict[str, Any] | None:
+    """The validated [compare] table from `from_toml`'s rest, or None when the profile has none."""
+    table = rest.get("compare")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError("profile [compare] must be a table")
+    unknown = set(table) - set(_COMPARE_KEYS)
+    if unknown:
+        raise ConfigError(f"profile [compare] has unknown keys: {', '.join(sorted(unknown))}")
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        kinds = _COMPARE_KEYS[key]
+        items = value if key in _COMPARE_LISTS else [value]
+        # bool is an int to Python, never to a person writing a profile
+        if not isinstance(items, list) or not all(isinstance(v, kinds) and not isinstance(v, bool) for v in items):
+            raise ConfigError(f"profile [compare] {key} has a bad value: {value!r}")
+        if key != "strategies" and any(v < 0 for v in items):
+            raise ConfigError(f"profile [compare] {key} must not be negative: {value!r}")
+        out[key] = [*items] if key in _COMPARE_LISTS else value
+    if "strategies" in out:
+        from core.strategies.base import get_strategy
+
+        for sid in out["strategies"]:
+            get_strategy(sid)  # ConfigError for an unknown id
+    return out
+
+
+def load_compare(path: str | Path) -> dict[str, Any] | None:
+    """The profile's [compare] table (validated), or None when it has none."""
+    return compare_section(load(path)[1])

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from psycopg.conninfo import make_conninfo
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 from app.progress_line import human_seconds
 from core import profile
 from core.db import TableRef, strip_password
+from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
 from core.job import LoadJob, LoadResult
 from core.mapping import default_mapping
@@ -44,8 +45,9 @@ from core.preview import DatabaseInfo, SourceInfo, ddl_preview, inspect_database
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
 from ui.charts import ThroughputChart
+from ui.compare_tab import CompareTab
 from ui.settings import Settings
-from ui.table_models import HistoryModel, MappingModel, PreviewModel
+from ui.table_models import HistoryModel, MappingModel, PreviewModel, RejectsModel
 from ui.worker import Job
 
 EMBEDDED = "Local (embedded)"
@@ -100,6 +102,8 @@ class MainWindow(QMainWindow):
         vsplit.addWidget(self._run_panel())
         vsplit.setSizes([480, 420])
         outer.addWidget(vsplit)
+        self.compare_tab = CompareTab(self)
+        tabs.addTab(self.compare_tab, "Compare")
         self.history = HistoryModel()
         hist = QTableView()
         hist.setModel(self.history)
@@ -258,8 +262,18 @@ class MainWindow(QMainWindow):
         self.stop_btn = QPushButton("Stop  (Esc)")
         self.stop_btn.setEnabled(False)
         self.stop_btn.clicked.connect(self.stop_run)
+        # Shown when a per-batch run stopped midway (or an earlier one did): go on, or start over.
+        self.resume_btn = QPushButton("Resume")
+        self.resume_btn.setToolTip("Continue the interrupted per-batch load after its last committed batch")
+        self.resume_btn.clicked.connect(lambda: self.start_run(resume=True))
+        self.restart_btn = QPushButton("Start over")
+        self.restart_btn.setToolTip("Load every row again; rows the earlier run committed stay in the table")
+        self.restart_btn.clicked.connect(lambda: self.start_run(restart=True))
         buttons.addWidget(self.run_btn)
         buttons.addWidget(self.stop_btn)
+        buttons.addWidget(self.resume_btn)
+        buttons.addWidget(self.restart_btn)
+        self._set_resumable(False)
         left.addLayout(buttons)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
@@ -273,10 +287,32 @@ class MainWindow(QMainWindow):
         left.addWidget(self.summary)
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
-        left.addWidget(self.log)
+        self.run_tabs = QTabWidget()
+        self.run_tabs.addTab(self.log, "Log")
+        rejected = QWidget()
+        rl = QVBoxLayout(rejected)
+        rl.setContentsMargins(0, 0, 0, 0)
+        self.rejects = RejectsModel()
+        self.rejects_view = QTableView()
+        self.rejects_view.setModel(self.rejects)
+        self.rejects_view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.rejects_view.horizontalHeader().setStretchLastSection(True)
+        self.rejects_view.setWordWrap(False)
+        self.rejects_view.verticalHeader().setVisible(False)
+        self.rejects_view.verticalHeader().setDefaultSectionSize(22)
+        for col, width in enumerate((44, 44, 64, 64, 320)):
+            self.rejects_view.setColumnWidth(col, width)
+        rl.addWidget(self.rejects_view)
+        self.open_rejects_btn = QPushButton("Open reject file")
+        self.open_rejects_btn.setEnabled(False)
+        self.open_rejects_btn.clicked.connect(self._open_reject_file)
+        rl.addWidget(self.open_rejects_btn)
+        self.run_tabs.addTab(rejected, "Rejected rows")
+        left.addWidget(self.run_tabs)
         holder = QWidget()
         holder.setLayout(left)
-        holder.setMaximumWidth(520)
+        holder.setMinimumWidth(480)
+        holder.setMaximumWidth(620)
         lay.addWidget(holder)
         self.chart = ThroughputChart()
         lay.addWidget(self.chart, 1)
@@ -584,13 +620,16 @@ class MainWindow(QMainWindow):
 
     def open_profile(self, path: str) -> None:
         try:
-            spec, _rest = profile.load(path)
+            spec, rest = profile.load(path)
+            compare = profile.compare_section(rest)
         except Exception as exc:  # noqa: BLE001 - ConfigError and OS errors alike
             self._on_background_failed(str(exc))
             return
         self.settings.remember("recent_profiles", path)
         self.settings.save()
         self._refresh_recent()
+        if compare is not None:
+            self.compare_tab.apply_compare_settings(compare)
         self.apply_spec(spec)
 
     def _on_save_profile(self) -> None:
@@ -599,7 +638,7 @@ class MainWindow(QMainWindow):
             self.save_profile(path)
 
     def save_profile(self, path: str) -> None:
-        profile.save(self.current_spec(), path)
+        profile.save(self.current_spec(), path, extra={"compare": self.compare_tab.compare_settings()})
         self.settings.remember("recent_profiles", path)
         self.settings.save()
         self._refresh_recent()
@@ -618,10 +657,14 @@ class MainWindow(QMainWindow):
 
     # -- run -------------------------------------------------------------------------------------
 
-    def start_run(self) -> None:
+    def start_run(self, *, resume: bool = False, restart: bool = False) -> None:
+        """Run the load as set up; `resume` continues an interrupted per-batch run, `restart` ignores it."""
         if self._run_job is not None:
             return
         spec = self.current_spec()
+        if resume and spec.commit is not CommitMode.PER_BATCH:
+            spec.commit = CommitMode.PER_BATCH  # only per-batch runs leave something to resume
+            self.commit_combo.setCurrentText(CommitMode.PER_BATCH.value)
         if not spec.source.path or not spec.target.table:
             QMessageBox.information(self, "Sluice", "Open a file and name a target table first.")
             return
@@ -630,9 +673,15 @@ class MainWindow(QMainWindow):
         self.progress.setFormat("starting…")
         self.summary.setText("")
         self.chart.reset()
-        self.log.appendPlainText(f"— {dt.datetime.now():%H:%M:%S} {spec.strategy} into {spec.target.table}")
+        self._set_resumable(False)
+        self.rejects.load(None)
+        self.open_rejects_btn.setEnabled(False)
+        self.run_tabs.setTabText(1, "Rejected rows")
+        verb = "resuming" if resume else "starting over" if restart else "run"
+        self.log.appendPlainText(
+            f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
         job = Job(lambda on_progress, on_log, cancel: LoadJob(
-            spec, on_progress=on_progress, on_log=on_log, cancel=cancel).run())
+            spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart).run())
         self._run_job, self._run_spec = job, spec
         job.signals.progress.connect(self._on_run_progress)
         job.signals.log.connect(self.log.appendPlainText)
@@ -678,8 +727,14 @@ class MainWindow(QMainWindow):
                               f"rejected {result.rows_rejected:,}")
         rejected = (f" {result.rows_rejected:,} rows were rejected: see {result.reject_file}."
                     if result.rows_rejected else "")
+        resumed = f" Resumed after {result.resumed_from:,} rows committed earlier." if result.resumed_from else ""
         self.summary.setText(f"Loaded {result.rows_loaded:,} rows in {result.seconds:.2f} s "
-                             f"({result.rows_per_s:,.0f} rows/s) with {result.strategy}.{rejected}")
+                             f"({result.rows_per_s:,.0f} rows/s) with {result.strategy}.{rejected}{resumed}")
+        if result.reject_file:
+            self.rejects.load(result.reject_file)
+            self.open_rejects_btn.setEnabled(True)
+            self.run_tabs.setTabText(1, f"Rejected rows ({self.rejects.total:,})")
+            self.run_tabs.setCurrentIndex(1)
         self._end_run("loaded", result)
         self.refresh_table_list_quietly()
         self.run_finished.emit(result)
@@ -691,19 +746,48 @@ class MainWindow(QMainWindow):
             self._start(lambda *_a: inspect_database(dsn), self._on_database_inspected, lambda _m: None)
 
     def _on_run_failed(self, message: str) -> None:
+        error = self._run_job.signals.error if self._run_job is not None else None
+        per_batch = self._run_spec.commit is CommitMode.PER_BATCH
+        if isinstance(error, UnfinishedRun):
+            # Not a failure of this run: ask what to do with the earlier one.
+            message = (f"{error.described}.\n\nResume continues it after the last committed batch; "
+                       "Start over loads every row again (rows it committed stay in the table).")
+            self.progress.setFormat("earlier run unfinished")
+            self.summary.setText("An earlier run of this load is unfinished: Resume or Start over.")
+            self._end_run("not started", None)
+            self._set_resumable(True, restart=True)
+            self.run_failed.emit(message)
+            QMessageBox.information(self, "Unfinished load", message)
+            return
         self.last_error = message
         self.progress.setFormat("failed")
         self.summary.setText("Failed: " + message)
         self.log.appendPlainText("error: " + message)
         self._end_run("failed", None)
+        if per_batch and not isinstance(error, ConfigError):
+            self._set_resumable(True, restart=True)
         self.run_failed.emit(message)
         QMessageBox.warning(self, "Load failed", message)
 
     def _on_run_cancelled(self) -> None:
         self.progress.setFormat("cancelled")
-        self.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
+        if self._run_spec.commit is CommitMode.PER_BATCH:
+            self.summary.setText("Stopped. The batches committed so far stay in the table; Resume continues.")
+            self._set_resumable(True, restart=True)
+        else:
+            self.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
         self._end_run("cancelled", None)
         self.run_cancelled.emit()
+
+    def _set_resumable(self, on: bool, *, restart: bool = False) -> None:
+        self.resume_btn.setVisible(on)
+        self.resume_btn.setEnabled(on)
+        self.restart_btn.setVisible(on and restart)
+        self.restart_btn.setEnabled(on and restart)
+
+    def _open_reject_file(self) -> None:
+        if self.rejects.path:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(self.rejects.path))
 
     # -- window events -------------------------------------------------------------------------
 
@@ -719,6 +803,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         if self._run_job is not None:
             self._run_job.cancel()
+        self.compare_tab.stop()
         self.settings.save()
         super().closeEvent(event)
 

@@ -183,3 +183,64 @@ def test_saved_connection_keeps_no_password(qtbot: Any, window: Any, tmp_path: P
     saved = (config_dir() / "settings.toml").read_text()
     assert "s3cret" not in saved and "127.0.0.1" in saved
     assert Settings.load().connections["warehouse"].count("ana") == 1
+
+
+def test_stopped_per_batch_run_resumes_from_the_resume_button(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    w = window
+    path = _csv(tmp_path / "resumable.csv", 30_000)
+    _open(qtbot, w, path)
+    table = table_name("resume")
+    w.table_combo.setEditText(table)
+    w.set_strategy("executemany", batch_rows=500)
+    w.commit_combo.setCurrentText("per-batch")
+    assert w.resume_btn.isHidden()
+
+    def stop_once_loading(p: Any) -> None:
+        if p.rows_loaded >= 1_000:
+            w.stop_run()
+
+    with qtbot.waitSignal(w.run_cancelled, timeout=60_000):
+        w.run_btn.click()
+        w._run_job.signals.progress.connect(stop_once_loading)
+    committed = _count(conn, table)
+    assert 1_000 <= committed < 30_000
+    assert "Resume" in w.summary.text() and not w.resume_btn.isHidden() and not w.restart_btn.isHidden()
+    # Run (not Resume) is told about the unfinished run and loads nothing.
+    with qtbot.waitSignal(w.run_failed, timeout=30_000) as failed:
+        w.run_btn.click()
+    assert f"{committed:,} source rows" in failed.args[0] and "Resume" in failed.args[0]
+    assert w.messages and "Resume continues it" in w.messages[-1]
+    assert _count(conn, table) == committed
+    with qtbot.waitSignal(w.run_finished, timeout=120_000) as done:
+        w.resume_btn.click()
+    result = done.args[0]
+    assert result.resumed_from == committed and result.rows_loaded == 30_000
+    assert _count(conn, table) == 30_000
+    row = conn.execute(sql.SQL("SELECT count(DISTINCT id) FROM {}").format(sql.Identifier(table))).fetchone()
+    assert row == (30_000,)
+    assert "Resumed after" in w.summary.text() and w.resume_btn.isHidden()
+
+
+def test_rejected_rows_are_listed_with_reasons(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    w = window
+    table = table_name("rej")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text, score numeric)").format(sql.Identifier(table)))
+    path = tmp_path / "dirty.csv"
+    path.write_text("id,name,score\n1,a,1.5\ntwo,b,2.5\n3,c,lots\n4,d,4\n", encoding="utf-8")
+    _open(qtbot, w, path)
+    w.schema_combo.setEditText("public")
+    w.table_combo.setEditText(table)
+    w.mode_combo.setCurrentText("append")
+    w.policy_combo.setCurrentText("skip")
+    result = _run(qtbot, w)
+    assert (result.rows_loaded, result.rows_rejected) == (2, 2)
+    assert w.rejects.rowCount() == 2 and w.run_tabs.currentIndex() == 1
+    assert "(2)" in w.run_tabs.tabText(1) and w.open_rejects_btn.isEnabled()
+    lines = [w.rejects.data(w.rejects.index(r, 0)) for r in range(2)]
+    reasons = [w.rejects.data(w.rejects.index(r, 4)) for r in range(2)]
+    assert lines == ["3", "4"] and all("invalid input syntax" in r for r in reasons)
+    assert w.rejects.data(w.rejects.index(1, 2)) == "score" and w.rejects.data(w.rejects.index(1, 3)) == "lots"
