@@ -543,21 +543,27 @@ class LoadJob:
         assert rejects is not None
         if conn is not None and strategy.transactional:
             conn.execute("SELECT 1")  # open the transaction, so transaction() below makes savepoints
-        for batch in plan.source.batches(self.spec.batch_rows):
+        for batch in plan.source.batches_with_bad(self.spec.batch_rows):
             self.cancel.check()
-            mapped = mp.apply(batch.frame, plan.maps)
-            self._batch_first, self._last_frame = batch.first_row, mapped
-            if hasattr(strategy, "lines"):
-                strategy.lines = batch.lines
-            self.rows_read += batch.frame.height
-            if conn is not None and strategy.transactional:
-                loaded, bad = self._write_or_isolate(strategy, conn, mapped, batch.first_row)
-            else:
-                loaded, bad = self._write_row_commits(strategy, mapped, batch.first_row)
-            self.rows_loaded += loaded
-            for r in bad:
-                rejects.add(r, ctx.dsn, ctx.columns, ctx.types, mapped.row(r.row - batch.first_row))
-            self.rows_rejected += len(bad)
+            # Malformed records (ragged, undecodable, ...) come before the batch's rows.
+            for record in batch.bad:
+                rejects.add_bad(record)
+            self.rows_read += len(batch.bad)
+            self.rows_rejected += len(batch.bad)
+            if batch.frame.height:
+                mapped = mp.apply(batch.frame, plan.maps)
+                self._batch_first, self._last_frame = batch.first_row, mapped
+                if hasattr(strategy, "lines"):
+                    strategy.lines = batch.lines
+                self.rows_read += batch.frame.height
+                if conn is not None and strategy.transactional:
+                    loaded, bad = self._write_or_isolate(strategy, conn, mapped, batch.first_row)
+                else:
+                    loaded, bad = self._write_row_commits(strategy, mapped, batch.first_row)
+                self.rows_loaded += loaded
+                for r in bad:
+                    rejects.add(r, ctx.dsn, ctx.columns, ctx.types, mapped.row(r.row - batch.first_row))
+                self.rows_rejected += len(bad)
             rejects.check_limit(self.rows_read)
             self.bytes_read = batch.bytes_read
             self._emit(Phase.LOADING)

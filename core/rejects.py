@@ -19,7 +19,7 @@ from psycopg import sql
 from core.db import TableRef
 from core.diagnose import bad_column, server_reason
 from core.errors import TooManyRejects
-from core.sources.base import Source
+from core.sources.base import BadRecord, Source
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,11 @@ class RejectWriter:
         column, value = bad_column(dsn, columns, types, values, None) if values is not None else (None, None)
         self._csv.writerow((line or "", reject.row + 1, column or "", "" if value is None else value, reject.reason,
                             record or ""))
+        self.count += 1
+
+    def add_bad(self, bad: BadRecord) -> None:
+        """A record the source could not turn into a row: no column or value, its own text."""
+        self._csv.writerow((bad.line or "", bad.row + 1, "", "", bad.reason, bad.record))
         self.count += 1
 
     def check_limit(self, rows_read: int) -> None:

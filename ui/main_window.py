@@ -7,6 +7,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import shiboken6
 from psycopg.conninfo import make_conninfo
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent, QKeySequence
@@ -359,11 +360,20 @@ class MainWindow(QMainWindow):
     def _start(self, fn: Any, on_done: Any, on_fail: Any | None = None) -> Job:
         job = Job(fn)
         self._jobs.add(job)
-        job.signals.finished.connect(on_done)
-        job.signals.failed.connect(on_fail or self._on_background_failed)
+        job.signals.finished.connect(self._while_alive(on_done))
+        job.signals.failed.connect(self._while_alive(on_fail or self._on_background_failed))
         for sig in (job.signals.finished, job.signals.failed, job.signals.cancelled):
             sig.connect(lambda *_a, j=job: self._jobs.discard(j))
         return job.start()
+
+    def _while_alive(self, fn: Any) -> Any:
+        """A background result may arrive after the window is gone (closed, or a test ended): drop it."""
+
+        def call(*args: Any) -> None:
+            if shiboken6.isValid(self):
+                fn(*args)
+
+        return call
 
     def _on_background_failed(self, message: str) -> None:
         self.last_error = message

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,13 +15,34 @@ from core.spec import SourceOptions
 
 
 @dataclass(frozen=True)
+class BadRecord:
+    """A source record that cannot become a row (ragged, undecodable, NUL byte, broken quoting)."""
+
+    row: int  # 0-based index in the source: bad records occupy row numbers like good ones
+    line: int | None  # 1-based line where the record starts
+    record: str  # the record's text as found (invalid bytes backslash-escaped)
+    reason: str
+
+
+@dataclass(frozen=True)
 class Batch:
-    """A bounded slice of the source, in source column names."""
+    """A bounded slice of the source, in source column names.
+
+    The frame's rows are the contiguous source rows first_row .. first_row + height - 1.
+    `bad` holds malformed records that come just before them (rows below first_row, after
+    the previous batch), so first_row + height is always where the next batch starts.
+    """
 
     frame: pl.DataFrame
     first_row: int  # 0-based index of the frame's first data row in the source
     bytes_read: int  # source position after this batch, for progress
     lines: list[int] | None = None  # 1-based start line of each row, when cheap to know
+    bad: tuple[BadRecord, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        """Source rows this batch accounts for: good and malformed."""
+        return self.frame.height + len(self.bad)
 
 
 @dataclass(frozen=True)
@@ -66,9 +87,18 @@ class Source(ABC):
     @abstractmethod
     def batches(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]: ...
 
+    def batches_with_bad(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
+        """Like batches(), but malformed records come back in Batch.bad instead of raising.
+
+        Only the `skip` policy asks for them; sources whose records cannot be malformed
+        (typed formats) have none.
+        """
+        return self.batches(batch_rows, skip_rows)
+
     def sample(self, rows: int = 200) -> pl.DataFrame:
-        for batch in self.batches(rows):
-            return batch.frame
+        for batch in self.batches_with_bad(rows):
+            if batch.frame.height:
+                return batch.frame
         return pl.DataFrame({c: pl.Series(c, [], dtype=pl.String) for c in self.columns()})
 
     def dtypes(self) -> dict[str, pl.DataType]:
@@ -94,29 +124,95 @@ def rebatch(frames: Iterator[tuple[pl.DataFrame, int]], batch_rows: int, skip_ro
 
     `frames` yields (frame, bytes_read_after_it). Rows before `skip_rows` are dropped.
     """
-    pending: list[pl.DataFrame] = []
-    pending_rows = 0
-    row = 0  # index of the next row to emit
-    seen = 0  # rows consumed from `frames`
-    pos = 0
-    for frame, pos in frames:
-        if seen + frame.height <= skip_rows:
-            seen += frame.height
-            row = seen
+    return rebatch_parts(((frame, pos, ()) for frame, pos in frames), batch_rows, skip_rows)
+
+
+def rebatch_parts(
+    parts: Iterator[tuple[pl.DataFrame, int, Sequence[BadRecord]]], batch_rows: int, skip_rows: int
+) -> Iterator[Batch]:
+    """rebatch() for parts that also carry malformed records.
+
+    A part holds frame.height + len(bad) consecutive source rows; each bad record's `row`
+    says where it sits among them and the frame's rows fill the others, in order. A bad
+    record ends the batch being filled (its frame must stay contiguous) and opens the next.
+    """
+    r = _Rebatcher(batch_rows, skip_rows)
+    for frame, pos, bad in parts:
+        r.pos = pos
+        if not bad:
+            yield from r.good(frame)
             continue
-        if seen < skip_rows:
-            frame = frame.slice(skip_rows - seen)
-            seen = skip_rows
-            row = skip_rows
-        seen += frame.height
-        pending.append(frame)
-        pending_rows += frame.height
-        while pending_rows >= batch_rows:
-            whole = pl.concat(pending, how="vertical") if len(pending) > 1 else pending[0]
-            out, rest = whole.slice(0, batch_rows), whole.slice(batch_rows)
-            yield Batch(out, row, pos)
-            row += batch_rows
-            pending, pending_rows = ([rest], rest.height) if rest.height else ([], 0)
-    if pending_rows:
-        whole = pl.concat(pending, how="vertical") if len(pending) > 1 else pending[0]
-        yield Batch(whole, row, pos)
+        taken = 0
+        for rec in sorted(bad, key=lambda b: b.row):
+            before = rec.row - r.next_row  # good rows of this part ahead of the record
+            if before > 0:
+                yield from r.good(frame.slice(taken, before))
+                taken += before
+            yield from r.bad(rec)
+        if taken < frame.height:
+            yield from r.good(frame.slice(taken))
+        elif r.empty is None:
+            r.empty = frame.clear()
+    yield from r.finish()
+
+
+class _Rebatcher:
+    def __init__(self, batch_rows: int, skip_rows: int) -> None:
+        self.batch_rows = max(1, batch_rows)
+        self.skip_rows = skip_rows
+        self.pending: list[pl.DataFrame] = []
+        self.pending_rows = 0
+        self.pending_bad: list[BadRecord] = []
+        self.first = 0  # source row of the first pending frame row
+        self.next_row = 0  # source row of the next row to arrive
+        self.pos = 0
+        self.empty: pl.DataFrame | None = None
+
+    def good(self, frame: pl.DataFrame) -> Iterator[Batch]:
+        if self.empty is None:
+            self.empty = frame.clear()
+        if self.next_row + frame.height <= self.skip_rows:
+            self.next_row += frame.height
+            return
+        if self.next_row < self.skip_rows:
+            frame = frame.slice(self.skip_rows - self.next_row)
+            self.next_row = self.skip_rows
+        if not frame.height:
+            return
+        if not self.pending_rows:
+            self.first = self.next_row
+        self.next_row += frame.height
+        self.pending.append(frame)
+        self.pending_rows += frame.height
+        while self.pending_rows >= self.batch_rows:
+            whole = pl.concat(self.pending, how="vertical") if len(self.pending) > 1 else self.pending[0]
+            out, rest = whole.slice(0, self.batch_rows), whole.slice(self.batch_rows)
+            yield Batch(out, self.first, self.pos, bad=self._take_bad())
+            self.first += self.batch_rows
+            self.pending, self.pending_rows = ([rest], rest.height) if rest.height else ([], 0)
+
+    def bad(self, rec: BadRecord) -> Iterator[Batch]:
+        self.next_row += 1
+        if rec.row < self.skip_rows:
+            return
+        if self.pending_rows:
+            yield self._flush()
+        self.pending_bad.append(rec)
+
+    def finish(self) -> Iterator[Batch]:
+        if self.pending_rows:
+            yield self._flush()
+        elif self.pending_bad:
+            assert self.empty is not None
+            yield Batch(self.empty, self.next_row, self.pos, bad=self._take_bad())
+
+    def _flush(self) -> Batch:
+        whole = pl.concat(self.pending, how="vertical") if len(self.pending) > 1 else self.pending[0]
+        batch = Batch(whole, self.first, self.pos, bad=self._take_bad())
+        self.pending, self.pending_rows = [], 0
+        return batch
+
+    def _take_bad(self) -> tuple[BadRecord, ...]:
+        out = tuple(self.pending_bad)
+        self.pending_bad = []
+        return out

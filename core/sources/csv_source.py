@@ -9,36 +9,38 @@ from __future__ import annotations
 import codecs
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import polars as pl
 
 from core.errors import SourceError
-from core.sources.base import Batch, RawChunk, Source, rebatch
+from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
 from core.sources.sniff import CsvDialect, sniff_csv
 from core.spec import SourceOptions
 
 CHUNK_BYTES = 1 << 20  # as fast as larger chunks (measured), and gives the chart more points
+MAX_RECORD_BYTES = 64 << 20  # one record longer than this means a quote that never closes
 
 
-def record_cut(buf: bytes, quote: bytes) -> int:
+def record_cut(buf: bytes, quote: bytes, start: int = 0) -> int:
     """Index just after the last newline in `buf` that is outside quotes (0 if none).
 
     `buf` must start at a record boundary, so an even number of quote characters
     before a newline means it ends a record (doubled quotes keep parity even).
+    Newlines before `start` are not looked at (known not to end a record).
     """
     end = len(buf)
-    i = buf.rfind(b"\n")
+    i = buf.rfind(b"\n", start)
     if not quote or buf.find(quote) < 0:
         return i + 1
     total = buf.count(quote)
     after = 0
-    while i >= 0:
+    while i >= start:
         after += buf.count(quote, i, end)
         end = i
         if (total - after) % 2 == 0:
             return i + 1
-        i = buf.rfind(b"\n", 0, i)
+        i = buf.rfind(b"\n", start, i)
     return 0
 
 
@@ -61,6 +63,7 @@ class CsvSource(Source):
         except (OSError, LookupError, UnicodeError) as exc:
             raise SourceError(f"cannot read the file: {exc}", path=str(self.path)) from None
         self._header_end = 0  # byte offset (in UTF-8 stream) of the first data record
+        self._header_lines = 0  # lines the header takes
         self._columns = self._read_header()
 
     # -- shape --------------------------------------------------------------------------
@@ -72,14 +75,31 @@ class CsvSource(Source):
             cut = self._first_record_end(first)
             if cut:
                 break
+            if len(first) > MAX_RECORD_BYTES:
+                raise SourceError(f"the first record does not end within {MAX_RECORD_BYTES >> 20} MB "
+                                  "(a quote that never closes?)", path=str(self.path), line=1)
         else:
             cut = len(first)
+            if b"\r" in first.strip():
+                raise SourceError("its lines end in a bare carriage return (old Mac style), which is not "
+                                  "supported; convert the line endings to LF or CRLF", path=str(self.path))
         if not first.strip():
             raise SourceError("the file is empty", path=str(self.path))
+        if b"\x00" in first[:cut]:
+            raise SourceError(
+                f"the first record contains NUL bytes: this is not {self.dialect.encoding} text (UTF-16? "
+                "binary?); give the file's encoding",
+                path=str(self.path), line=1,
+            )
         record = first[:cut].decode("utf-8", errors="replace")
-        fields = next(csv.reader(io.StringIO(record), delimiter=self.dialect.delimiter, quotechar=self.dialect.quote))
+        try:
+            fields = next(csv.reader(io.StringIO(record, newline=""), delimiter=self.dialect.delimiter,
+                                     quotechar=self.dialect.quote))
+        except csv.Error as exc:
+            raise SourceError(f"cannot read the first record: {exc}", path=str(self.path), line=1) from None
         if self.dialect.header:
             self._header_end = cut
+            self._header_lines = first[:cut].count(b"\n")
             return _unique_names([f.strip() or f"column_{i + 1}" for i, f in enumerate(fields)])
         return [f"column_{i + 1}" for i in range(len(fields))]
 
@@ -110,7 +130,8 @@ class CsvSource(Source):
         decoder = None if passthrough else codecs.getincrementaldecoder(self.dialect.encoding)("strict")
         try:
             with open(self.path, "rb") as f:
-                f.seek(self.dialect.bom_bytes)
+                # UTF-16/32 decoders read the byte order from the BOM themselves.
+                f.seek(0 if enc in ("utf-16", "utf16", "utf-32", "utf32") else self.dialect.bom_bytes)
                 while True:
                     raw = f.read(block)
                     if not raw:
@@ -120,17 +141,23 @@ class CsvSource(Source):
                                 yield tail.encode("utf-8")
                         return
                     yield raw if decoder is None else decoder.decode(raw).encode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise SourceError(f"not valid {self.dialect.encoding}: {exc.reason}", path=str(self.path)) from None
+        except UnicodeError as exc:
+            reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+            raise SourceError(f"not valid {self.dialect.encoding}: {reason}", path=str(self.path)) from None
         except OSError as exc:
             raise SourceError(f"cannot read the file: {exc.strerror}", path=str(self.path)) from None
 
-    def raw_chunks(self, chunk_bytes: int | None = None) -> Iterator[RawChunk]:
-        """Whole data records, about chunk_bytes at a time, header skipped."""
+    def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
+        """Whole data records, about chunk_bytes at a time, header skipped.
+
+        A file that ends inside a quoted field raises SourceError naming the line the field
+        opens at, unless `tolerant` (the parsed path, which turns it into a bad record).
+        """
         chunk_bytes = chunk_bytes or CHUNK_BYTES
         q = self.dialect.quote.encode()
         buf = b""
         consumed = 0  # data bytes handed out, counted in the UTF-8 stream
+        scanned = 0  # buf[:scanned] is known to hold no record end
         skip = self._header_end
         for data in self._utf8_blocks(chunk_bytes):
             if skip:
@@ -139,13 +166,19 @@ class CsvSource(Source):
             buf = buf + data if buf else data
             if len(buf) < chunk_bytes:
                 continue
-            cut = record_cut(buf, q)
-            if cut == 0:
-                continue  # one record longer than a chunk: keep reading
+            cut = record_cut(buf, q, scanned)
+            if cut == 0:  # one record longer than a chunk: keep reading, up to a limit
+                if len(buf) > MAX_RECORD_BYTES:
+                    raise self._runaway(buf, consumed)
+                scanned = len(buf)
+                continue
+            scanned = 0
             consumed += cut
             yield RawChunk(buf[:cut], self._progress(consumed))
             buf = buf[cut:]
         if buf:
+            if not tolerant and q and buf.count(q) % 2:
+                raise self._unclosed(buf, consumed)
             if not buf.endswith(b"\n"):
                 buf += b"\n"
             yield RawChunk(buf, self.size)
@@ -153,71 +186,272 @@ class CsvSource(Source):
     def _progress(self, consumed: int) -> int:
         return min(self.size, max(0, consumed + self._header_end + self.dialect.bom_bytes))
 
+    def _runaway(self, buf: bytes, consumed: int) -> SourceError:
+        """The error for a record that outgrew MAX_RECORD_BYTES (`buf` starts with it)."""
+        q = self.dialect.quote.encode()
+        start = self._line_at(self._header_end + consumed)
+        limit = f"{MAX_RECORD_BYTES >> 20} MB"
+        at = buf.find(q) if q else -1
+        if at < 0:
+            return SourceError(f"the record starting here has no line break in its first {limit}",
+                               path=str(self.path), line=start)
+        line = start + buf.count(b"\n", 0, at)
+        return SourceError(
+            f"quoted field opened at line {line} never closes (no closing {self.dialect.quote} "
+            f"in the next {limit}); the quote character may be wrong, or the file cut short",
+            path=str(self.path), line=line,
+        )
+
+    def _unclosed(self, buf: bytes, consumed: int) -> SourceError:
+        """The error for a file that ends inside a quoted field (`buf` is its last chunk)."""
+        q = self.dialect.quote.encode()
+        *_, (line, start, end, _closed) = split_records(buf, q, self._line_at(self._header_end + consumed))
+        reason = unclosed_reason(buf[start:end], line, q)
+        return SourceError(reason, path=str(self.path), line=line)
+
+    def _line_at(self, offset: int) -> int:
+        """1-based line of byte `offset` of the UTF-8 stream (slow: error reports only)."""
+        newlines = 0
+        for data in self._utf8_blocks(CHUNK_BYTES):
+            if offset <= len(data):
+                return newlines + data.count(b"\n", 0, offset) + 1
+            newlines += data.count(b"\n")
+            offset -= len(data)
+        return newlines + 1
+
     # -- parsed -------------------------------------------------------------------------
 
-    def parse(self, data: bytes) -> pl.DataFrame:
+    def _polars(self, data: bytes) -> pl.DataFrame:
         d = self.dialect
-        try:
-            return pl.read_csv(
-                data,
-                has_header=False,
-                separator=d.delimiter,
-                quote_char=d.quote or None,
-                new_columns=self._columns,
-                schema={c: pl.String for c in self._columns},
-                null_values=[d.null] if d.null else None,
-                # PostgreSQL's rule: with another null marker, an empty field is an empty string.
-                empty_string_is_null=not d.null,
-                infer_schema=False,
-                raise_if_empty=False,
-            )
-        except (pl.exceptions.PolarsError, ValueError) as exc:
-            raise SourceError(self._diagnose(data) or f"cannot parse: {exc}", path=str(self.path)) from None
+        return pl.read_csv(
+            data,
+            has_header=False,
+            separator=d.delimiter,
+            quote_char=d.quote or None,
+            new_columns=self._columns,
+            schema={c: pl.String for c in self._columns},
+            null_values=[d.null] if d.null else None,
+            # PostgreSQL's rule: with another null marker, an empty field is an empty string.
+            empty_string_is_null=not d.null,
+            infer_schema=False,
+            raise_if_empty=False,
+        )
 
-    def _diagnose(self, data: bytes) -> str | None:
-        """Name the first record with a wrong field count (the usual parse failure)."""
-        text = data.decode("utf-8", errors="replace")
-        reader = csv.reader(io.StringIO(text), delimiter=self.dialect.delimiter, quotechar=self.dialect.quote)
-        want = len(self._columns)
+    def parse(self, data: bytes) -> pl.DataFrame:
+        """Whole records as a frame of text; SourceError naming the line of the first malformed one."""
+        frame, bad = self.parse_records(data, 0, 1 + self._header_lines, 0)
+        if bad:
+            raise SourceError(bad[0].reason, path=str(self.path), line=bad[0].line)
+        return frame
+
+    def parse_records(
+        self, data: bytes, first_row: int, first_line: int, offset: int, *, final: bool = True
+    ) -> tuple[pl.DataFrame, list[BadRecord]]:
+        """Whole records (row `first_row` on, from line `first_line`, at `offset` of the data
+        stream) as a frame of the good ones plus the malformed ones.
+
+        polars parses the chunk in one go; only when it fails, or a cheap count says some
+        record has too few fields, or the bytes hold a NUL or end inside quotes, is the chunk
+        taken apart record by record.
+        """
+        q = self.dialect.quote.encode()
+        if b"\x00" not in data and not (final and q and data.count(q) % 2):
+            try:
+                frame = self._polars(data)
+            except (pl.exceptions.PolarsError, ValueError):
+                pass
+            else:
+                if self._fields_fit(data, frame):
+                    return frame, []
+        return self._parse_slow(data, first_row, first_line, offset)
+
+    def _fields_fit(self, data: bytes, frame: pl.DataFrame) -> bool:
+        """True when every parsed row had all its fields (polars fills missing ones with null).
+
+        Every delimiter in the data either separates two fields or sits in a (quoted) value.
+        polars refuses rows with too many fields, so the separators add up to
+        height * (columns - 1) exactly when no row is short (a blank line counts as short).
+        """
+        n = len(self._columns)
+        if n == 1 or not frame.height or not frame.get_column(frame.columns[-1]).null_count():
+            return True  # a short row leaves its last field null: none is, so none is short
+        d = self.dialect.delimiter
+        total = data.count(d.encode())
+        q = self.dialect.quote
+        if q and q.encode() in data:
+            in_values = frame.select(
+                pl.sum_horizontal(pl.col(c).str.count_matches(d, literal=True).fill_null(0) for c in frame.columns)
+                .sum()
+            ).item()
+            total -= int(in_values or 0)
+        return total == frame.height * (n - 1)
+
+    def _parse_slow(
+        self, data: bytes, first_row: int, first_line: int, offset: int
+    ) -> tuple[pl.DataFrame, list[BadRecord]]:
+        """Record by record: the malformed ones out, the rest through polars as usual."""
+        good: list[tuple[int, int, bytes]] = []  # (row, line, record bytes without its newline)
+        bad: list[BadRecord] = []
+        row = first_row
+        for line, start, end, closed in split_records(data, self.dialect.quote.encode(), first_line):
+            raw = data[start:end]
+            reason = self._check_record(raw, line, closed, offset + start)
+            if reason is None:
+                good.append((row, line, raw))
+            else:
+                bad.append(BadRecord(row, line, record_text(raw), reason))
+            row += 1
+        frames: list[pl.DataFrame] = []
+        for part, frame_or_reason in self._parse_good(good):
+            if isinstance(frame_or_reason, pl.DataFrame):
+                frames.append(frame_or_reason)
+            else:
+                r, line, raw = part[0]
+                bad.append(BadRecord(r, line, record_text(raw), frame_or_reason))
+        bad.sort(key=lambda b: b.row)
+        if not frames:
+            return pl.DataFrame({c: pl.Series(c, [], dtype=pl.String) for c in self._columns}), bad
+        return (pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]), bad
+
+    def _parse_good(
+        self, records: Sequence[tuple[int, int, bytes]]
+    ) -> Iterator[tuple[Sequence[tuple[int, int, bytes]], pl.DataFrame | str]]:
+        """polars on the good records, halving around any it still refuses (in order)."""
+        if not records:
+            return
+        data = b"".join(raw + b"\n" for _, _, raw in records)
+        why = "cannot be parsed as one record"
         try:
-            for fields in reader:
-                if len(fields) != want:
-                    return f"record at line {reader.line_num} of this block has {len(fields)} fields, expected {want}"
-        except csv.Error as exc:
-            return f"malformed CSV near line {reader.line_num} of this block: {exc}"
+            frame: pl.DataFrame | None = self._polars(data)
+        except (pl.exceptions.PolarsError, ValueError) as exc:
+            frame, why = None, _polars_reason(exc)
+        if frame is not None and frame.height == len(records) and self._fields_fit(data, frame):
+            yield records, frame
+            return
+        if len(records) == 1:
+            yield records, why
+            return
+        mid = len(records) // 2
+        yield from self._parse_good(records[:mid])
+        yield from self._parse_good(records[mid:])
+
+    def _check_record(self, raw: bytes, line: int, closed: bool, offset: int) -> str | None:
+        """Why this record cannot be a row, or None."""
+        n = len(self._columns)
+        q = self.dialect.quote.encode()
+        if not closed:
+            return unclosed_reason(raw, line, q)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            where = offset + exc.start + self._header_end
+            if self.dialect.encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig"):
+                where += self.dialect.bom_bytes
+                return f"not valid UTF-8 at byte offset {where} of the file (byte 0x{raw[exc.start]:02x})"
+            return f"not valid UTF-8 after transcoding (byte 0x{raw[exc.start]:02x})"  # pragma: no cover
+        if "\x00" in text:
+            return "contains a NUL byte"
+        body = text[:-1] if text.endswith("\r") else text
+        if not body and n > 1:
+            return f"is a blank line, expected {n} fields"
+        fields = count_fields(body, self.dialect.delimiter, self.dialect.quote)
+        if fields != n:
+            return f"has {fields} field{'s' if fields != 1 else ''}, expected {n}"
         return None
 
     def batches(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
-        def frames() -> Iterator[tuple[pl.DataFrame, int]]:
-            for chunk in self.raw_chunks():
-                yield self.parse(chunk.data), chunk.bytes_read
+        for batch in self.batches_with_bad(batch_rows, skip_rows):
+            if batch.bad:
+                first = batch.bad[0]
+                raise SourceError(first.reason, path=str(self.path), line=first.line)
+            yield batch
 
-        yield from rebatch(frames(), batch_rows, skip_rows)
+    def batches_with_bad(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
+        def parts() -> Iterator[tuple[pl.DataFrame, int, list[BadRecord]]]:
+            row, line, offset = 0, 1 + self._header_lines, 0
+            for chunk in self.raw_chunks(tolerant=True):
+                frame, bad = self.parse_records(
+                    chunk.data, row, line, offset, final=chunk.bytes_read >= self.size
+                )
+                yield frame, chunk.bytes_read, bad
+                row += frame.height + len(bad)
+                line += chunk.data.count(b"\n")
+                offset += len(chunk.data)
+
+        yield from rebatch_parts(parts(), batch_rows, skip_rows)
 
     def locate(self, row: int) -> tuple[int | None, str | None]:
-        """Slow on purpose: only error reports ask, so it rescans with the csv module."""
-        enc = "utf-8-sig" if self.dialect.encoding.lower() in ("utf-8", "utf8") else self.dialect.encoding
-        lines: list[str] = []
-
-        def tracked(f: io.TextIOBase) -> Iterator[str]:
-            for line in f:
-                lines.append(line)
-                yield line
-
+        """Slow on purpose: only error reports ask, so it rescans the file."""
+        line = 1 + self._header_lines
+        q = self.dialect.quote.encode()
+        index = 0
         try:
-            with open(self.path, encoding=enc, newline="") as f:
-                reader = csv.reader(tracked(f), delimiter=self.dialect.delimiter, quotechar=self.dialect.quote)
-                start_line = 1
-                index = -1 if self.dialect.header else 0
-                for _fields in reader:
+            for chunk in self.raw_chunks(tolerant=True):
+                n = chunk.data.count(b"\n") if not q or q not in chunk.data else -1
+                if n >= 0 and index + n <= row:  # no quotes: one record per line, skip it whole
+                    index += n
+                    line += n
+                    continue
+                for start_line, start, end, _closed in split_records(chunk.data, q, line):
                     if index == row:
-                        return start_line, "".join(lines).rstrip("\r\n")
+                        return start_line, record_text(chunk.data[start:end])
                     index += 1
-                    start_line = reader.line_num + 1
-                    lines.clear()
-        except (OSError, UnicodeError, csv.Error):
+                line += chunk.data.count(b"\n")
+        except SourceError:
             return None, None
         return None, None
+
+
+def split_records(data: bytes, quote: bytes, first_line: int) -> Iterator[tuple[int, int, int, bool]]:
+    """(start line, start, end, closed) of each record in `data`, end excluding its newline.
+
+    Records end at a newline outside quotes, as record_cut and PostgreSQL's COPY see it;
+    `closed` is False for a last record that ends inside a quoted field.
+    """
+    pos = start = 0
+    line = rec_line = first_line
+    inside = False
+    size = len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            nl = size
+        if quote and data.count(quote, pos, nl) % 2:
+            inside = not inside
+        if not inside:
+            yield rec_line, start, nl, True
+            start = nl + 1
+            rec_line = line + 1
+        line += 1
+        pos = nl + 1
+    if start < size:
+        yield rec_line, start, size - 1 if data.endswith(b"\n") else size, not inside
+
+
+def unclosed_reason(record: bytes, line: int, quote: bytes) -> str:
+    """Why a last record that ends inside quotes is malformed (it starts at `line`)."""
+    at = record.find(quote)
+    opened = line + record.count(b"\n", 0, at) if at >= 0 else line
+    return f"quoted field opened at line {opened} never closes (the rest of the file is this one record)"
+
+
+def count_fields(record: str, delimiter: str, quote: str) -> int:
+    """Fields in one record, quotes toggling wherever they stand (PostgreSQL's CSV rule)."""
+    if not quote or quote not in record:
+        return record.count(delimiter) + 1
+    outside = record.split(quote)[::2]  # the parts between pairs of quotes
+    return sum(part.count(delimiter) for part in outside) + 1
+
+
+def record_text(raw: bytes) -> str:
+    """A record for messages and the reject file: invalid bytes and NULs escaped, no line end."""
+    text = raw.decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")
+    return text[:-1] if text.endswith("\r") else text
+
+
+def _polars_reason(exc: Exception) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"cannot be parsed: {first[:200]}"
 
 
 def _unique_names(names: list[str]) -> list[str]:
