@@ -39,11 +39,6 @@ class Batch:
     lines: list[int] | None = None  # 1-based start line of each row, when cheap to know
     bad: tuple[BadRecord, ...] = ()
 
-    @property
-    def rows(self) -> int:
-        """Source rows this batch accounts for: good and malformed."""
-        return self.frame.height + len(self.bad)
-
 
 @dataclass(frozen=True)
 class RawChunk:
@@ -96,10 +91,18 @@ class Source(ABC):
         return self.batches(batch_rows, skip_rows)
 
     def sample(self, rows: int = 200) -> pl.DataFrame:
+        """The first `rows` good rows (malformed records are passed over)."""
+        frames: list[pl.DataFrame] = []
+        have = 0
         for batch in self.batches_with_bad(rows):
-            if batch.frame.height:
-                return batch.frame
-        return pl.DataFrame({c: pl.Series(c, [], dtype=pl.String) for c in self.columns()})
+            frames.append(batch.frame)
+            have += batch.frame.height
+            if have >= rows:
+                break
+        if not have:
+            return pl.DataFrame({c: pl.Series(c, [], dtype=pl.String) for c in self.columns()})
+        frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+        return frame.head(rows)
 
     def dtypes(self) -> dict[str, pl.DataType]:
         """Native column types; text sources report String for every column."""

@@ -273,8 +273,11 @@ class CsvSource(Source):
         height * (columns - 1) exactly when no row is short (a blank line counts as short).
         """
         n = len(self._columns)
-        if n == 1 or not frame.height or not frame.get_column(frame.columns[-1]).null_count():
+        if n == 1 or not frame.height:
+            return True
+        if not self.dialect.null and not frame.get_column(frame.columns[-1]).null_count():
             return True  # a short row leaves its last field null: none is, so none is short
+        # (With a null marker, polars fills a missing field with "" instead: count.)
         d = self.dialect.delimiter
         total = data.count(d.encode())
         q = self.dialect.quote
