@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 from collections.abc import Iterator, Sequence
 
 import polars as pl
@@ -223,7 +224,13 @@ class CsvSource(Source):
 
     def _polars(self, data: bytes) -> pl.DataFrame:
         d = self.dialect
-        return pl.read_csv(
+        # PostgreSQL reads a *quoted* null marker as text; polars would make it null. Such
+        # fields are swapped for a sentinel before parsing and back to the marker text after.
+        quoted = (d.quote + d.null + d.quote).encode() if d.null and d.quote else b""
+        swapped = 0
+        if quoted and quoted in data:
+            data, swapped = self._quoted_null_pattern().subn(quoted.replace(d.null.encode(), _QUOTED_NULL), data)
+        frame = pl.read_csv(
             data,
             has_header=False,
             separator=d.delimiter,
@@ -236,6 +243,19 @@ class CsvSource(Source):
             infer_schema=False,
             raise_if_empty=False,
         )
+        if swapped:
+            sentinel = _QUOTED_NULL.decode()
+            frame = frame.with_columns(
+                pl.when(pl.col(c) == sentinel).then(pl.lit(d.null)).otherwise(pl.col(c)).alias(c)
+                for c in frame.columns
+            )
+        return frame
+
+    def _quoted_null_pattern(self) -> re.Pattern[bytes]:
+        """A whole field that is the quoted null marker (never a doubled quote inside a value)."""
+        d = self.dialect
+        delim, quoted = re.escape(d.delimiter.encode()), re.escape((d.quote + d.null + d.quote).encode())
+        return re.compile(rb"(?m)(?:^|(?<=" + delim + rb"))" + quoted + rb"(?=" + delim + rb"|\r?$)")
 
     def parse(self, data: bytes) -> pl.DataFrame:
         """Whole records as a frame of text; SourceError naming the line of the first malformed one."""
@@ -455,6 +475,9 @@ def record_text(raw: bytes) -> str:
 def _polars_reason(exc: Exception) -> str:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return f"cannot be parsed: {first[:200]}"
+
+
+_QUOTED_NULL = b"\x01sluice:quoted-null-marker\x01"  # stands in for a quoted null marker while parsing
 
 
 def _unique_names(names: list[str]) -> list[str]:
