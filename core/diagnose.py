@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -25,36 +25,55 @@ def first_bad_row(dsn: str, table: TableRef, columns: Sequence[str], rows: Seque
     Rows that pass are kept until the end, so a row that clashes with an earlier row
     of the same batch (a duplicate key) is found too.
     """
-    stmt = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
-        table.ident(),
-        sql.SQL(", ").join(sql.Identifier(c) for c in columns),
-        sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+    return first_bad_row_in(dsn, table, columns, [(0, rows)])
+
+
+def first_bad_row_in(
+    dsn: str, table: TableRef, columns: Sequence[str], batches: Iterable[tuple[int, Sequence[tuple[Any, ...]]]]
+) -> int | None:
+    """The first row the server refuses, replaying batches (first row, rows) in one rolled-back transaction.
+
+    Each batch goes in by COPY inside a savepoint; the one that fails is bisected with
+    INSERTs. Earlier batches stay in until the end, so keys clashing with earlier rows,
+    and foreign keys checked only at the end of a COPY, are pinned to their row.
+    """
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    insert = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+        table.ident(), cols, sql.SQL(", ").join(sql.Placeholder() * len(columns))
     )
+    copy = sql.SQL("COPY {} ({}) FROM STDIN").format(table.ident(), cols)
     with connect(dsn) as conn:
         cur = conn.cursor()
         # Open the outer transaction first: transaction() blocks then become savepoints
         # instead of committing on their own.
         cur.execute("SELECT 1")
 
-        def ok(part: Sequence[tuple[Any, ...]]) -> bool:
+        def ok(part: Sequence[tuple[Any, ...]], *, by_copy: bool = False) -> bool:
             try:
                 with conn.transaction():
-                    cur.executemany(stmt, part)
+                    if by_copy:
+                        with cur.copy(copy) as cp:
+                            for r in part:
+                                cp.write_row(r)
+                    else:
+                        cur.executemany(insert, part)
             except psycopg.Error:
                 return False
             return True
 
         try:
-            lo, hi = 0, len(rows)
-            if ok(rows):
-                return None
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if ok(rows[lo:mid]):
-                    lo = mid
-                else:
-                    hi = mid
-            return lo
+            for first, rows in batches:
+                if ok(rows, by_copy=len(rows) > 1):
+                    continue
+                lo, hi = 0, len(rows)
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if ok(rows[lo:mid]):
+                        lo = mid
+                    else:
+                        hi = mid
+                return first + lo
+            return None
         finally:
             conn.rollback()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from core import checkpoint as ck
 from core import mapping as mp
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn, strip_password, supports_two_phase, table_columns
-from core.diagnose import bad_column, first_bad_row, server_reason
+from core.diagnose import bad_column, first_bad_row, first_bad_row_in, server_reason
 from core.errors import (
     BadRowError,
     Cancelled,
@@ -33,6 +33,7 @@ from core.errors import (
     ResumableStop,
     RowProblem,
     SluiceError,
+    SourceError,
     TooManyRejects,
     UnfinishedRun,
 )
@@ -154,7 +155,15 @@ class LoadJob:
             earlier = self._earlier_run(ctl, plan)
             if self.spec.commit is CommitMode.PER_BATCH:
                 return self._run_per_batch(cls, dsn, ctl, plan, earlier)
-            return self._run(cls, dsn, ctl, plan)
+            try:
+                return self._run(cls, dsn, ctl, plan)
+            except _ParseInstead as retry:
+                # COPY reads one line-ending style per file and no ragged rows; the parser
+                # takes mixed endings and names a malformed record by its line.
+                self.on_log(f"COPY refused the file's bytes ({retry}); loading through the parser instead")
+                self._no_raw = True
+                self.rows_read = self.rows_loaded = self.rows_rejected = self.bytes_read = 0
+                return self._run(cls, dsn, ctl, plan)
 
     def _earlier_run(self, ctl: psycopg.Connection[Any], plan: Plan) -> ck.Checkpoint | None:
         """An unfinished per-batch run of this same load: resume it, restart, or say so."""
@@ -234,7 +243,9 @@ class LoadJob:
                 and spec.on_error is ErrorPolicy.ABORT
                 and source_is_csv(plan.source)
                 and mp.is_identity(plan.maps, plan.source.columns())
+                and not self._no_raw
             )
+            self._raw = raw
             ctx = WriteContext(
                 dsn=dsn,
                 table=write_ref,
@@ -273,6 +284,8 @@ class LoadJob:
                 self._move(ctl, stage, ref, targets, mode)
         except WriteFailed as wf:
             self._rollback(strategy)
+            if self._raw and _is_format_error(wf.error):
+                raise _ParseInstead(server_reason(wf.error)) from None
             raise self._explain(wf, plan, strategy) from None
         except BadValue as bv:
             self._rollback(strategy)
@@ -602,6 +615,17 @@ class LoadJob:
                 start = i + 1
         return loaded, bad
 
+    _raw = False  # the file's own bytes are going to COPY unparsed
+    _no_raw = False  # COPY refused them once: parse instead
+
+    def _replay(self, plan: Plan) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
+        try:
+            for batch in plan.source.batches(max(1, self.spec.batch_rows)):
+                self.cancel.check()
+                yield batch.first_row, mp.apply(batch.frame, plan.maps).rows()
+        except SourceError:
+            return
+
     _batch_first = 0
     _stream_base = 0  # source row where the current COPY statement began
     _last_frame: pl.DataFrame | None = None
@@ -675,16 +699,23 @@ class LoadJob:
             return Cancelled()
         source = plan.source
         row: int | None = None
-        if wf.row is not None:
-            # Row strategies give the row in the batch; COPY gives it in its stream (the whole load).
-            row = (
-                self._stream_base + wf.row
-                if strategy is not None and strategy.stream_rows
-                else self._batch_first + wf.row
-            )
-        elif ctx is not None and self._last_frame is not None:
-            idx = first_bad_row(ctx.dsn, ctx.table, ctx.columns, self._last_frame.rows())
-            row = None if idx is None else self._batch_first + idx
+        streamed = strategy is not None and strategy.stream_rows
+        if wf.row is not None and not streamed:
+            row = self._batch_first + wf.row  # row strategies: the row in the batch
+        elif wf.row is not None and self._raw and strategy is not None and not strategy.multi_connection:
+            # The file's own bytes went to one COPY, whose "line N" counts lines of the data.
+            row = source.row_at_data_line(wf.row + 1) if hasattr(source, "row_at_data_line") else None
+        elif wf.row is not None and strategy is not None and strategy.id in ("copy-text", "copy-binary"):
+            row = self._stream_base + wf.row  # one line (or tuple) per row in these streams
+        # Otherwise (a CSV stream, where quoted newlines shift COPY's count, or several
+        # streams at once) the row is found by replaying the source below.
+        if row is None and ctx is not None:
+            if streamed and self.spec.commit is CommitMode.SINGLE:
+                # One COPY spanned every batch: replay the source up to the refused row.
+                row = first_bad_row_in(ctx.dsn, ctx.table, ctx.columns, self._replay(plan))
+            elif self._last_frame is not None:
+                idx = first_bad_row(ctx.dsn, ctx.table, ctx.columns, self._last_frame.rows())
+                row = None if idx is None else self._batch_first + idx
         if row is None:
             return LoadFailed(f"{source.path}: {reason}; nothing was loaded")
         line, _raw = source.locate(row)
@@ -694,6 +725,15 @@ class LoadJob:
             if values is not None:
                 column, value = bad_column(ctx.dsn, ctx.columns, ctx.types, values, wf.error)
         return BadRowError(RowProblem(str(source.path), row, line, column, value, reason))
+
+
+class _ParseInstead(Exception):
+    """The raw pass-through was refused for the file's shape; the load runs again parsed."""
+
+
+def _is_format_error(error: psycopg.Error) -> bool:
+    """COPY refused the shape of the data (line endings, field count), not a value."""
+    return isinstance(error, psycopg.errors.BadCopyFileFormat)
 
 
 def _connection_lost(error: BaseException) -> bool:

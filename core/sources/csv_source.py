@@ -425,6 +425,42 @@ class CsvSource(Source):
         return None, None
 
 
+    def row_at_data_line(self, data_line: int) -> int | None:
+        """The row at COPY's "line N" when the file's data bytes went to COPY unparsed.
+
+        COPY counts physical lines, except newlines inside quotes of the first record it
+        reads: it learns the line-ending style only when that record ends. So every
+        record after the first sits that many lines further down than N says.
+        """
+        q = self.dialect.quote.encode()
+        index, line = 0, 1 + self._header_lines
+        target = data_line + self._header_lines
+        try:
+            for chunk in self.raw_chunks(tolerant=True):
+                if index == 0 and data_line > 1:
+                    first = next(split_records(chunk.data, q, line), None)
+                    if first is not None:
+                        target += chunk.data.count(b"\n", first[1], first[2])
+                if not q or q not in chunk.data:  # no quotes: one record per line
+                    n = chunk.data.count(b"\n")
+                    if line + n <= target:
+                        index, line = index + n, line + n
+                        continue
+                    return index + (target - line)
+                found = None
+                for start_line, _start, _end, _closed in split_records(chunk.data, q, line):
+                    if start_line > target:
+                        return found
+                    found = index
+                    index += 1
+                line += chunk.data.count(b"\n")
+                if line > target:
+                    return found
+        except SourceError:
+            return None
+        return None
+
+
 def split_records(data: bytes, quote: bytes, first_line: int) -> Iterator[tuple[int, int, int, bool]]:
     """(start line, start, end, closed) of each record in `data`, end excluding its newline.
 
