@@ -366,6 +366,7 @@ class LoadJob:
                 spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct,
                 resume_at=(state.reject_bytes, state.rows_rejected) if earlier else None,
             )
+            self._rejects.outcome = "the batch was rolled back; earlier batches stay committed (--resume continues)"
         attempt = 0
         try:
             while True:
@@ -430,7 +431,8 @@ class LoadJob:
         conn = strategy.conn
         assert conn is not None
         ref, rejects = plan.target, self._rejects
-        for batch in plan.source.batches(self.spec.batch_rows, skip_rows=self.rows_read):
+        batches = plan.source.batches_with_bad if rejects is not None else plan.source.batches
+        for batch in batches(self.spec.batch_rows, skip_rows=self.rows_read):
             self.cancel.check()
             plan.source.check_unchanged()
             mapped = mp.apply(batch.frame, plan.maps)
@@ -440,28 +442,33 @@ class LoadJob:
                 strategy.lines = batch.lines
             if mode is LoadMode.TRUNCATE and batch.first_row == 0:
                 conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+            done = max([batch.first_row + batch.frame.height] + [b.row + 1 for b in batch.bad])
+            loaded, refused = 0, len(batch.bad)
             if rejects is not None:
-                conn.execute("SELECT 1")  # open the transaction, so the batch gets a savepoint
-                loaded, bad = self._write_or_isolate(strategy, conn, mapped, batch.first_row)
-                for r in bad:
-                    rejects.add(r, strategy.ctx.dsn, strategy.ctx.columns, strategy.ctx.types,
-                                mapped.row(r.row - batch.first_row))
-                rejects.check_limit(batch.first_row + batch.frame.height)
+                for record in batch.bad:  # malformed records: they come before the batch's rows
+                    rejects.add_bad(record)
+                if batch.frame.height:
+                    conn.execute("SELECT 1")  # open the transaction, so the batch gets a savepoint
+                    loaded, bad = self._write_or_isolate(strategy, conn, mapped, batch.first_row)
+                    for r in bad:
+                        rejects.add(r, strategy.ctx.dsn, strategy.ctx.columns, strategy.ctx.types,
+                                    mapped.row(r.row - batch.first_row))
+                    refused += len(bad)
+                rejects.check_limit(done)
             else:
-                loaded, bad = strategy.write(mapped), []
+                loaded = strategy.write(mapped)
                 strategy.flush()
             if stage is not None:
                 conn.execute(self._move_sql(stage, ref, targets, LoadMode.UPSERT))
-            done = batch.first_row + batch.frame.height
             ck.advance(
                 conn, ref, key, rows_done=done, rows_loaded=self.rows_loaded + loaded,
-                rows_rejected=self.rows_rejected + len(bad), bytes_done=batch.bytes_read,
+                rows_rejected=self.rows_rejected + refused, bytes_done=batch.bytes_read,
                 reject_bytes=rejects.position() if rejects is not None else 0, expect_rows_done=self.rows_read,
             )
             conn.commit()
             self.rows_read, self.bytes_read = done, batch.bytes_read
             self.rows_loaded += loaded
-            self.rows_rejected += len(bad)
+            self.rows_rejected += refused
             self._emit(Phase.LOADING)
         plan.source.check_unchanged()
 
@@ -558,6 +565,7 @@ class LoadJob:
             conn.execute("SELECT 1")  # open the transaction, so transaction() below makes savepoints
         for batch in plan.source.batches_with_bad(self.spec.batch_rows):
             self.cancel.check()
+            plan.source.check_unchanged()
             # Malformed records (ragged, undecodable, ...) come before the batch's rows.
             for record in batch.bad:
                 rejects.add_bad(record)

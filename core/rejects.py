@@ -60,6 +60,7 @@ class RejectWriter:
     """The reject file: line, row, column, value, reason and the original record."""
 
     HEADER = ("line", "row", "column", "value", "reason", "record")
+    outcome = "nothing was loaded"  # what a load stopped by the limit leaves behind
 
     def __init__(
         self,
@@ -115,10 +116,10 @@ class RejectWriter:
 
     def check_limit(self, rows_read: int) -> None:
         if self.limit is not None and self.count > self.limit:
-            raise TooManyRejects(f"{self.count} rows rejected, more than the limit of {self.limit}; nothing was loaded")
+            raise TooManyRejects(f"{self.count} rows rejected, more than the limit of {self.limit}; {self.outcome}")
         if self.limit_pct is not None and rows_read and self.count * 100 / rows_read > self.limit_pct:
             raise TooManyRejects(
-                f"{self.count} of {rows_read} rows rejected, more than {self.limit_pct}%; nothing was loaded"
+                f"{self.count} of {rows_read} rows rejected, more than {self.limit_pct}%; {self.outcome}"
             )
 
     def close(self) -> None:

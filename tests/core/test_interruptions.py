@@ -6,6 +6,7 @@ loaded in one plain transaction: no row missing, none twice.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -481,3 +482,37 @@ def test_cancel_during_copy_ends_the_server_statement(
     ).fetchone()
     assert busy == (0,)
     assert _digest(conn, table)[0] == 0
+
+
+def test_per_batch_skip_rejects_malformed_records_and_resumes_exactly(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path, every_batch: None
+) -> None:
+    path = tmp_path / "ragged.csv"
+    lines = ["id,name,amount,seen"]
+    expected_bad = []
+    for i in range(1, 1_001):
+        if i % 89 == 0:
+            lines.append(f"{i},only two")  # a ragged record: the source rejects it
+            expected_bad.append(i + 1)
+        elif i % 61 == 0:
+            lines.append(f"{i},n{i},notanumber,2024-01-01")  # a bad value: the server refuses it
+            expected_bad.append(i + 1)
+        else:
+            lines.append(f"{i},n{i},{i}.25,2024-01-01")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = table_name("pbragged")
+    _make(conn, table)
+    rejects = tmp_path / "r.csv"
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table), strategy="copy-csv", batch_rows=100, dsn=dsn,
+                    commit=CommitMode.PER_BATCH, on_error=ErrorPolicy.SKIP, reject_file=str(rejects))
+    token = CancelToken()
+    on_progress, _ = _fault_at(450, token.cancel)
+    with pytest.raises(Cancelled):
+        LoadJob(spec, on_progress=on_progress, cancel=token).run()
+    result = LoadJob(spec, resume=True).run()
+    bad = len(expected_bad)
+    assert (result.rows_read, result.rows_loaded, result.rows_rejected) == (1_000, 1_000 - bad, bad)
+    with open(rejects, encoding="utf-8", newline="") as f:
+        found = sorted(int(r["line"]) for r in csv.DictReader(f))
+    assert found == expected_bad
+    assert _digest(conn, table)[:2] == (1_000 - bad, 1_000 - bad)
