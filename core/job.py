@@ -59,6 +59,7 @@ class LoadResult:
     bytes: int
     reject_file: str | None = None
     resumed_from: int = 0  # source rows an earlier per-batch run had committed
+    load_seconds: float = 0.0  # from the first batch to the commit: no start-up, connecting or planning
 
     @property
     def rows_per_s(self) -> float:
@@ -118,8 +119,15 @@ class LoadJob:
 
     # -- progress -------------------------------------------------------------------
 
+    _load_t0 = 0.0
+
+    def _load_seconds(self) -> float:
+        return time.monotonic() - (self._load_t0 or self._t0)
+
     def _emit(self, phase: Phase, *, force: bool = False, message: str = "") -> None:
         now = time.monotonic()
+        if phase is Phase.LOADING and not self._load_t0:
+            self._load_t0 = now
         if not force and now - self._last_emit < PROGRESS_EVERY_S:
             return
         self._last_emit = now
@@ -328,7 +336,8 @@ class LoadJob:
         if reject_file:
             self.on_log(f"{self.rows_rejected} rejected rows written to {reject_file}")
         return LoadResult(
-            spec.strategy, self.rows_read, self.rows_loaded, self.rows_rejected, seconds, self.bytes_read, reject_file
+            spec.strategy, self.rows_read, self.rows_loaded, self.rows_rejected, seconds, self.bytes_read, reject_file,
+            load_seconds=self._load_seconds(),
         )
 
     _rejects: RejectWriter | None = None
@@ -413,7 +422,7 @@ class LoadJob:
         reject_file = self._rejects.discard_if_empty() if self._rejects else None
         return LoadResult(
             spec.strategy, self.rows_read, self.rows_loaded, self.rows_rejected, time.monotonic() - self._t0,
-            self.bytes_read, reject_file, self.resumed_from,
+            self.bytes_read, reject_file, self.resumed_from, load_seconds=self._load_seconds(),
         )
 
     resumed_from = 0

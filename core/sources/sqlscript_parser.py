@@ -7,6 +7,7 @@ which refuses whatever is not a literal.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -415,7 +416,7 @@ def iter_script(path: str, *, encoding: str = "utf-8", rows_per_chunk: int = 50_
             st.add(r, line, stmt)
         st.statements += 1
     if st.target is not None and st.rows:
-        yield st.take(end)
+        yield st.take(os.path.getsize(path))  # the last statements may all have taken the fast path
 
 
 class _State:
