@@ -21,6 +21,7 @@ from typing import Any
 
 from psycopg import sql
 
+from core import janitor
 from core import mapping as mp
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn
@@ -183,6 +184,8 @@ def run_compare(
             if spec.sample_rows:
                 source_opts, total_rows = _write_sample(base, spec.sample_rows, Path(tmp))
                 maps = [replace(m) for m in maps]
+            janitor.sweep(ctl)
+            janitor.hold(ctl, scratch.name)
             if plan.exists:
                 ctl.execute(sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING ALL)").format(
                     scratch.ident(), ref.ident()))

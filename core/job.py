@@ -20,6 +20,7 @@ import psycopg
 from psycopg import sql
 
 from core import checkpoint as ck
+from core import janitor
 from core import mapping as mp
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn, strip_password, supports_two_phase, table_columns
@@ -160,6 +161,8 @@ class LoadJob:
                 raise ConfigError(f"{cls.id} replays INSERT scripts; the source is {source.format}")
             self._check_combination(cls)
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}")
+            for cleaned in janitor.sweep(ctl):
+                self.on_log(cleaned)
             earlier = self._earlier_run(ctl, plan)
             if self.spec.commit is CommitMode.PER_BATCH:
                 return self._run_per_batch(cls, dsn, ctl, plan, earlier)
@@ -241,6 +244,7 @@ class LoadJob:
                 # The target's constraints go along so bad rows fail where their row is known;
                 # upsert keeps only defaults: its keys are meant to repeat the target's.
                 like = sql.SQL("INCLUDING DEFAULTS" if mode is LoadMode.UPSERT else "INCLUDING ALL")
+                janitor.hold(ctl, stage.name)  # ours while this session lives; a janitor drops it after
                 ctl.execute(
                     sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} {})").format(stage.ident(), ref.ident(), like)
                 )

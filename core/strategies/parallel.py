@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 import psycopg
 
+from core import janitor
 from core.db import connect
 from core.strategies.base import Strategy, WriteFailed, register
 from core.strategies.copy import copy_error_row, csv_copy_sql
@@ -86,9 +87,13 @@ class ParallelCopy(Strategy):
         self._unhooks = [self.ctx.cancel.add_hook(c.cancel_safe) for c in self.conns]
         self.conn = self.conns[0]
         self._gtrid = f"sluice-{uuid.uuid4().hex[:16]}"
+        self._lock_conn: psycopg.Connection[Any] | None = None
         if self.two_phase:
+            # While this session lives, the janitor of another process leaves the group alone.
+            self._lock_conn = connect(self.ctx.dsn, autocommit=True)
+            janitor.hold(self._lock_conn, self._gtrid)
             for i, c in enumerate(self.conns):
-                c.tpc_begin(c.xid(1, self._gtrid, str(i)))
+                c.tpc_begin(c.xid(1, self._gtrid, f"{i}/{n}"))
         self.workers = [_Worker(self, i, c) for i, c in enumerate(self.conns)]
         for w in self.workers:
             w.start()
@@ -148,8 +153,13 @@ class ParallelCopy(Strategy):
         if self.two_phase:
             for c in self.conns:
                 c.tpc_prepare()
+            # The decision is durable before the first branch commits, so a janitor finishing
+            # after a crash knows to commit the rest rather than roll back what is left.
+            assert self._lock_conn is not None
+            janitor.record_commit_decision(self._lock_conn, self.ctx.table.schema, self._gtrid)
             for c in self.conns:
                 c.tpc_commit()
+            janitor.forget_decision(self._lock_conn, self.ctx.table.schema, self._gtrid)
         else:
             for c in self.conns:
                 c.commit()
@@ -176,3 +186,6 @@ class ParallelCopy(Strategy):
             u()
         for c in self.conns:
             c.close()
+        if getattr(self, "_lock_conn", None) is not None:
+            assert self._lock_conn is not None
+            self._lock_conn.close()

@@ -1,0 +1,135 @@
+"""Clean up what a killed Sluice process leaves in the database, and only that.
+
+A live job holds a session advisory lock on the name of every scratch object it owns
+(staging and compare tables, two-phase commit groups). The lock goes away with the
+session, so when the janitor can take it, the owner is gone and the object is garbage.
+
+Two-phase commit groups are resolved the way their leader would have: if the leader
+recorded its decision to commit (after every branch was prepared) the remaining
+branches are committed; otherwise every branch is rolled back. A table is then either
+fully loaded or untouched, never half.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from core.db import TableRef
+
+LOCK_SPACE = 4_242  # first key of every advisory lock Sluice takes
+DECISIONS = "_sluice_2pc"  # beside the target table: gtrids whose commit was decided
+SCRATCH_PREFIXES = ("_sluice_stage_", "_sluice_cmp_")
+
+
+def hold(conn: psycopg.Connection[Any], name: str) -> None:
+    """Mark `name` as owned by this session (until it ends)."""
+    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [LOCK_SPACE, name])
+
+
+def release(conn: psycopg.Connection[Any], name: str) -> None:
+    conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [LOCK_SPACE, name])
+
+
+def _orphaned(conn: psycopg.Connection[Any], name: str) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [LOCK_SPACE, name]).fetchone()
+    return bool(row and row[0])
+
+
+def record_commit_decision(conn: psycopg.Connection[Any], schema: str | None, gtrid: str) -> None:
+    """Every branch is prepared: write down that this group commits (autocommit connection)."""
+    book = TableRef(DECISIONS, schema).ident()
+    conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (gtrid text PRIMARY KEY, decided_at timestamptz "
+                         "NOT NULL DEFAULT now())").format(book))
+    conn.execute(sql.SQL("INSERT INTO {} (gtrid) VALUES (%s) ON CONFLICT DO NOTHING").format(book), [gtrid])
+
+
+def forget_decision(conn: psycopg.Connection[Any], schema: str | None, gtrid: str) -> None:
+    conn.execute(sql.SQL("DELETE FROM {} WHERE gtrid = %s").format(TableRef(DECISIONS, schema).ident()), [gtrid])
+
+
+def sweep(conn: psycopg.Connection[Any]) -> list[str]:
+    """Resolve orphaned prepared transactions and drop orphaned scratch tables; say what was done.
+
+    `conn` must be in autocommit mode. Errors (e.g. missing privileges) leave things as they are.
+    """
+    done: list[str] = []
+    try:
+        done += _resolve_prepared(conn)
+        done += _drop_scratch(conn)
+    except psycopg.Error:
+        pass
+    return done
+
+
+def _drop_scratch(conn: psycopg.Connection[Any]) -> list[str]:
+    rows = conn.execute(
+        "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind = 'r' AND c.relpersistence <> 't' AND (c.relname LIKE '\\_sluice\\_stage\\_%' "
+        "OR c.relname LIKE '\\_sluice\\_cmp\\_%')"
+    ).fetchall()
+    done = []
+    for schema, name in rows:
+        if not _orphaned(conn, name):
+            continue
+        try:
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(schema, name)))
+            done.append(f"dropped {schema}.{name}, left by a load that did not finish")
+        finally:
+            release(conn, name)
+    return done
+
+
+def _resolve_prepared(conn: psycopg.Connection[Any]) -> list[str]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for (gid,) in conn.execute(
+        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
+    ).fetchall():
+        xid = _parse_gid(gid)
+        if xid is not None:
+            groups[xid].append(gid)
+    done = []
+    decided = _decisions(conn)
+    for gtrid, gids in groups.items():
+        if not _orphaned(conn, gtrid):
+            continue  # its leader is alive and finishing it
+        try:
+            commit = gtrid in decided
+            for gid in gids:
+                verb = "COMMIT PREPARED" if commit else "ROLLBACK PREPARED"
+                conn.execute(sql.SQL(verb + " {}").format(sql.Literal(gid)))
+            if commit:
+                forget_decision(conn, decided[gtrid], gtrid)
+            done.append(
+                f"{'committed' if commit else 'rolled back'} {len(gids)} prepared transaction(s) of {gtrid}, "
+                "left by a parallel-copy load whose process ended between its two commit phases"
+            )
+        finally:
+            release(conn, gtrid)
+    return done
+
+
+def _decisions(conn: psycopg.Connection[Any]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for (schema,) in conn.execute(
+        "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relname = %s AND c.relkind = 'r'", [DECISIONS]
+    ).fetchall():
+        for (gtrid,) in conn.execute(sql.SQL("SELECT gtrid FROM {}").format(sql.Identifier(schema, DECISIONS))):
+            out[gtrid] = schema
+    return out
+
+
+def _parse_gid(gid: str) -> str | None:
+    """The gtrid of a psycopg XA-format gid made by parallel-copy, else None (not ours)."""
+    try:
+        from psycopg import Xid
+
+        xid = Xid.from_string(gid)
+    except Exception:  # noqa: BLE001 - any other product's gid
+        return None
+    gtrid = xid.gtrid
+    return gtrid if isinstance(gtrid, str) and gtrid.startswith("sluice-") else None
