@@ -56,7 +56,7 @@ def _check(conn: psycopg.Connection[Any], table: str, rows: int = 50) -> None:
     assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(SCHEMA, "canary"))).fetchone() == (0,)
     names = {r[0] for r in conn.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = %s", [SCHEMA]).fetchall()}
-    assert names <= {"canary", table, "_sluice_checkpoint"}
+    assert names <= {"canary", table, "_sluice_checkpoint", "_sluice_2pc"}
 
 
 @pytest.mark.parametrize("strategy", [c.id for c in all_strategies() if not c.script_only])
