@@ -274,8 +274,14 @@ def _probe_limit(ctl: Any, scratch: TableRef, run_spec: LoadSpec, budget_s: floa
     full = _row_count(run_spec)
     timings: list[tuple[int, float]] = []
     for probe in (20, 2000):
-        if timings and (probe >= full or _estimate(timings, probe) > budget_s / 4):
-            break  # the whole sample is this small, or the probe would eat the budget itself
+        if timings:
+            # As large as the pessimistic one-probe estimate lets it be within a quarter of the
+            # budget: over a slow link a run's fixed cost (connecting, planning) is seconds, and
+            # only a second, larger probe tells it apart from the cost per row.
+            n1, t1 = timings[0]
+            probe = min(probe, full - 1, int(n1 * budget_s / 4 / max(t1, 1e-6)))
+            if probe < 2 * n1:
+                break  # the whole sample is about this small, or the probe would eat the budget
         folder = Path(tempfile.mkdtemp(prefix="sluice-probe-"))
         opts, probe_rows = _write_sample(run_spec, probe, folder)
         t = time.monotonic()
@@ -293,8 +299,10 @@ def _fit(timings: list[tuple[int, float]]) -> tuple[float, float]:
     (n1, t1) = timings[0]
     if len(timings) > 1:
         (n2, t2) = timings[-1]
-        if n2 > n1 and t2 > t1:
-            per_row = (t2 - t1) / (n2 - n1)
+        if n2 > n1:
+            # Equal times (the fixed cost swamps the rows, e.g. over a slow link) still bound
+            # the cost per row: within noise, taken as 5% of the larger probe.
+            per_row = max(t2 - t1, 0.05 * t2) / (n2 - n1)
             return max(0.0, t1 - n1 * per_row), per_row
     return 0.0, t1 / max(n1, 1)  # one probe: every second charged to its rows (pessimistic)
 

@@ -77,3 +77,14 @@ def test_compare_over_simulated_network_and_cli_json(
     # 200 round trips of >= 10 ms each vs a handful: row by row must be far slower.
     assert rates["row-transaction"] * 3 < rates["copy-csv"]
     assert rates["row-transaction"] < 100
+
+
+def test_budget_fit_separates_a_runs_fixed_cost_from_its_rows() -> None:
+    from core.compare import _estimate
+
+    # Over a 320 ms link both probes cost ~3.9 s of connecting and planning: 500 rows fit a
+    # 40 s budget (one probe alone would charge 0.19 s to every row: 97 s).
+    assert _estimate([(20, 3.879)], 500) > 40
+    assert _estimate([(20, 3.879), (51, 3.878)], 500) < 10
+    # A real cost per row is kept: 1 s fixed + 10 ms per row.
+    assert _estimate([(20, 1.2), (2000, 21.0)], 10_000) == pytest.approx(101.0)
