@@ -127,9 +127,12 @@ def sniff_csv(
     q = quote or '"'
     if tsv:
         delimiter = delimiter or "\t"
+    # The dialect shows in the first records; parsing the whole sample four times in pure
+    # Python would cost a noticeable share of a small load. Long records get the whole sample.
+    head = text[:65536] if text.count("\n", 0, 65536) >= 20 else text
     if not delimiter:
-        delimiter = max(DELIMITERS, key=lambda d: (_score(_records(text, d, q)), d == ","))
-    records = _records(text, delimiter, q)
+        delimiter = max(DELIMITERS, key=lambda d: (_score(_records(head, d, q)), d == ","))
+    records = _records(head, delimiter, q)
     if header is None:
         header = True
         if records and len(records) > 1:
@@ -140,10 +143,9 @@ def sniff_csv(
                 header = False if any(not v.strip() for v in first) else header
     if null is None:
         # Only an unquoted field can be a null marker ("NULL" in quotes is text).
+        # One pass over the whole sample: nulls can be rare.
         d = re.escape(delimiter)
-        seen = Counter(
-            {m: len(re.findall(f"(?:^|{d}){re.escape(m)}(?={d}|\r?$)", text, re.MULTILINE)) for m in NULL_MARKERS}
-        )
-        best = seen.most_common(1)[0]
-        null = best[0] if best[1] else ""
+        markers = "|".join(re.escape(m) for m in NULL_MARKERS)
+        seen = Counter(re.findall(f"(?:^|{d})({markers})(?={d}|\r?$)", text, re.MULTILINE))
+        null = seen.most_common(1)[0][0] if seen else ""
     return CsvDialect(enc, delimiter, q, header, null, bom)
