@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QTableView,
@@ -97,7 +98,9 @@ class MainWindow(QMainWindow):
         rl.addWidget(self._target_panel())
         rl.addWidget(self._strategy_panel())
         top.addWidget(right)
-        top.setSizes([560, 480, 440])
+        top.setSizes([520, 500, 460])
+        for i, stretch in enumerate((3, 3, 2)):  # extra width goes to the tables, not the form
+            top.setStretchFactor(i, stretch)
         vsplit = QSplitter(Qt.Orientation.Vertical)
         vsplit.addWidget(top)
         vsplit.addWidget(self._run_panel())
@@ -166,8 +169,13 @@ class MainWindow(QMainWindow):
         self.mapping.dataChanged.connect(self._on_mapping_changed)
         view = QTableView()
         view.setModel(self.mapping)
-        view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        view.horizontalHeader().setStretchLastSection(True)
+        header = view.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # A sample can be a long text; it must not push the target name and type out of sight.
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(1, 110)
+        header.setStretchLastSection(True)
+        view.setTextElideMode(Qt.TextElideMode.ElideRight)
         lay.addWidget(view)
         lay.addWidget(QLabel("Edit target names and types; untick a column to skip it."))
         return box
@@ -192,6 +200,8 @@ class MainWindow(QMainWindow):
         conn_row.addWidget(add_btn)
         form.addRow("Connection", conn_row)
         self.db_status = QLabel("not connected")
+        # A long server banner must not widen the whole column: cut it, whole text in the tooltip.
+        self.db_status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         form.addRow("", self.db_status)
         self.schema_combo = QComboBox()
         self.schema_combo.setEditable(True)
@@ -505,6 +515,7 @@ class MainWindow(QMainWindow):
         self._db = info
         where = EMBEDDED if self.dsn() is None else strip_password(self.dsn() or "")
         self.db_status.setText(f"connected: PostgreSQL {info.version} ({where})")
+        self.db_status.setToolTip(self.db_status.text())
         current = self.schema_combo.currentText()
         self.schema_combo.blockSignals(True)
         self.schema_combo.clear()
