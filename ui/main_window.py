@@ -489,6 +489,9 @@ class MainWindow(QMainWindow):
 
     def set_connection_dsn(self, dsn: str | None) -> None:
         self.conn_combo.setEditText(dsn or EMBEDDED)
+        edit = self.conn_combo.lineEdit()
+        if edit is not None:
+            edit.setCursorPosition(0)  # show where it starts (host, port), not the tail of a long DSN
 
     def _on_connect_clicked(self) -> None:
         self.refresh_database()
