@@ -184,8 +184,7 @@ def run_compare(
             if spec.sample_rows:
                 source_opts, total_rows = _write_sample(base, spec.sample_rows, Path(tmp))
                 maps = [replace(m) for m in maps]
-            janitor.sweep(ctl)
-            janitor.hold(ctl, scratch.name)
+            janitor.hold(ctl, scratch.name)  # each run's LoadJob sweeps orphans; this one is ours
             if plan.exists:
                 ctl.execute(sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING ALL)").format(
                     scratch.ident(), ref.ident()))

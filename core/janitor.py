@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import Xid, sql
 
 from core.db import TableRef
 
@@ -54,27 +54,41 @@ def forget_decision(conn: psycopg.Connection[Any], schema: str | None, gtrid: st
 def sweep(conn: psycopg.Connection[Any]) -> list[str]:
     """Resolve orphaned prepared transactions and drop orphaned scratch tables; say what was done.
 
-    `conn` must be in autocommit mode. Errors (e.g. missing privileges) leave things as they are.
+    `conn` must be in autocommit mode. One round trip when there is nothing to do (every load
+    sweeps, and over a slow link each round trip counts). Errors (e.g. missing privileges)
+    leave things as they are.
     """
     done: list[str] = []
     try:
-        done += _resolve_prepared(conn)
-        done += _drop_scratch(conn)
+        groups: dict[str, list[str]] = defaultdict(list)
+        tables: list[tuple[str, str]] = []
+        for kind, a, b in conn.execute(_CANDIDATES, [[p.replace("_", "\\_") + "%" for p in SCRATCH_PREFIXES]]):
+            if kind == "xact":
+                gtrid = _parse_gid(a)
+                if gtrid is not None:
+                    groups[gtrid].append(a)
+            else:
+                tables.append((a, b))
+        if groups:
+            done += _resolve_prepared(conn, groups)
+        done += _drop_scratch(conn, tables)
     except psycopg.Error:
         pass
     return done
 
 
-def _drop_scratch(conn: psycopg.Connection[Any]) -> list[str]:
-    rows = conn.execute(
-        "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE c.relkind = 'r' AND c.relpersistence <> 't' AND (c.relname LIKE '\\_sluice\\_stage\\_%' "
-        "OR c.relname LIKE '\\_sluice\\_cmp\\_%')"
-    ).fetchall()
+_CANDIDATES = (
+    "SELECT 'xact', gid, NULL FROM pg_prepared_xacts WHERE database = current_database() "
+    "UNION ALL SELECT 'table', n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
+    "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND c.relpersistence <> 't' AND c.relname LIKE ANY(%s)"
+)
+
+
+def _drop_scratch(conn: psycopg.Connection[Any], tables: list[tuple[str, str]]) -> list[str]:
     done = []
-    for schema, name in rows:
+    for schema, name in tables:
         if not _orphaned(conn, name):
-            continue
+            continue  # its job is alive
         try:
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(schema, name)))
             done.append(f"dropped {schema}.{name}, left by a load that did not finish")
@@ -83,14 +97,7 @@ def _drop_scratch(conn: psycopg.Connection[Any]) -> list[str]:
     return done
 
 
-def _resolve_prepared(conn: psycopg.Connection[Any]) -> list[str]:
-    groups: dict[str, list[str]] = defaultdict(list)
-    for (gid,) in conn.execute(
-        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
-    ).fetchall():
-        xid = _parse_gid(gid)
-        if xid is not None:
-            groups[xid].append(gid)
+def _resolve_prepared(conn: psycopg.Connection[Any], groups: dict[str, list[str]]) -> list[str]:
     done = []
     decided = _decisions(conn)
     for gtrid, gids in groups.items():
@@ -98,9 +105,9 @@ def _resolve_prepared(conn: psycopg.Connection[Any]) -> list[str]:
             continue  # its leader is alive and finishing it
         try:
             commit = gtrid in decided
+            finish = sql.SQL("COMMIT PREPARED {}" if commit else "ROLLBACK PREPARED {}")
             for gid in gids:
-                verb = "COMMIT PREPARED" if commit else "ROLLBACK PREPARED"
-                conn.execute(sql.SQL(verb + " {}").format(sql.Literal(gid)))
+                conn.execute(finish.format(sql.Literal(gid)))  # utility statement: no parameters
             if commit:
                 forget_decision(conn, decided[gtrid], gtrid)
             done.append(
@@ -126,8 +133,6 @@ def _decisions(conn: psycopg.Connection[Any]) -> dict[str, str | None]:
 def _parse_gid(gid: str) -> str | None:
     """The gtrid of a psycopg XA-format gid made by parallel-copy, else None (not ours)."""
     try:
-        from psycopg import Xid
-
         xid = Xid.from_string(gid)
     except Exception:  # noqa: BLE001 - any other product's gid
         return None

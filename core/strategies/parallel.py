@@ -186,6 +186,6 @@ class ParallelCopy(Strategy):
             u()
         for c in self.conns:
             c.close()
-        if getattr(self, "_lock_conn", None) is not None:
-            assert self._lock_conn is not None
-            self._lock_conn.close()
+        lock_conn = getattr(self, "_lock_conn", None)  # absent when opening failed early
+        if lock_conn is not None:
+            lock_conn.close()
