@@ -397,6 +397,7 @@ class LoadJob:
                     self._emit(Phase.LOADING, force=True)
                     self._commit_batches(strategy, plan, key, mode, stage, targets)
                     self._emit(Phase.FINISHING, force=True)
+                    self._truncate_once(strategy.conn, ref, mode)  # an empty source still empties the table
                     ck.finish(strategy.conn, ref, key)
                     strategy.conn.commit()
                     break
@@ -453,8 +454,7 @@ class LoadJob:
             self._last_frame = mapped
             if hasattr(strategy, "lines"):
                 strategy.lines = batch.lines
-            if mode is LoadMode.TRUNCATE and batch.first_row == 0:
-                conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+            self._truncate_once(conn, ref, mode)
             done = max([batch.first_row + batch.frame.height] + [b.row + 1 for b in batch.bad])
             loaded, refused = 0, len(batch.bad)
             if rejects is not None:
@@ -484,6 +484,17 @@ class LoadJob:
             self.rows_rejected += refused
             self._emit(Phase.LOADING)
         plan.source.check_unchanged()
+
+    def _truncate_once(self, conn: psycopg.Connection[Any], ref: TableRef, mode: LoadMode) -> None:
+        """Truncate in the transaction of the run's first commit, whatever it holds.
+
+        Until a commit goes through, the checkpoint says no source row is done (rows_read is
+        restored from it), so a retry or a --resume of a run that never committed truncates,
+        and one that did never truncates again. Keyed on rows done, not on the first batch's
+        row: that batch may start after a rejected record, and an empty source has none.
+        """
+        if mode is LoadMode.TRUNCATE and self.rows_read == 0:
+            conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
 
     def _reconnect(
         self, dsn: str, ref: TableRef, key: str, error: BaseException, attempt: int
