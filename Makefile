@@ -4,12 +4,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test check bench clean
+.PHONY: run test check bench clean lock
 
-$(STAMP): pyproject.toml
+# constraints.txt pins the tested set, so a new machine does not pick up whatever is newest.
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	@touch $(STAMP)
 
 run: $(STAMP)
@@ -24,6 +25,11 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.run_bench $(BENCH_ARGS)
+
+# After upgrading on purpose (pip install -U ... in .venv) and a passing `make test`: record the new set.
+lock:
+	{ grep '^#' constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -vi '^sluice=='; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf $(VENV) build *.egg-info
