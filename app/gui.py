@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+from app import crash_reports
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QMessageBox, QWidget
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -36,6 +43,26 @@ def _install_excepthook() -> None:
     sys.excepthook = hook
 
 
+def _versions() -> dict[str, str]:
+    import pyqtgraph
+    import PySide6
+
+    return {"PySide6": PySide6.__version__, "pyqtgraph": pyqtgraph.__version__}
+
+
+def offer_crash_reports(parent: QWidget | None = None, root: Path | None = None) -> QMessageBox | None:
+    """If an earlier run crashed, offer its report (without blocking); offered reports are filed as seen."""
+    from ui.crash_dialog import crash_report_box
+
+    reports = crash_reports.pending(root)
+    if not reports:
+        return None
+    box = crash_report_box(reports, parent)
+    box.finished.connect(lambda _r: crash_reports.mark_seen(reports))
+    box.open()
+    return box
+
+
 def main(argv: list[str]) -> int:
     args = _parse(argv)
     from PySide6.QtCore import QTimer
@@ -47,6 +74,8 @@ def main(argv: list[str]) -> int:
     assert isinstance(app, QApplication)
     app.setApplicationName("Sluice")
     _install_excepthook()
+    # A hard crash (segfault, abort in a C extension) leaves its traceback here; a clean exit removes it.
+    crash_reports.arm(versions=_versions())
     window = MainWindow()
     outcome = {"code": 0}
     if args.dsn:
@@ -84,5 +113,8 @@ def main(argv: list[str]) -> int:
     elif args.screenshot:
         window.database_ready.connect(lambda: QTimer.singleShot(300, shoot))
     window.show()
+    if not args.screenshot:
+        QTimer.singleShot(0, lambda: offer_crash_reports(window))
     code = app.exec()
+    crash_reports.disarm()
     return outcome["code"] or code
