@@ -36,6 +36,10 @@ def resolve_dsn(dsn: str | None) -> str:
 def connect(dsn: str, *, autocommit: bool = False, **kwargs: Any) -> psycopg.Connection[Any]:
     # A name the server shows in pg_stat_activity, so an operator can see (or stop) a load.
     kwargs.setdefault("application_name", "sluice")
+    # Every value Sluice sends is UTF-8 (sources are transcoded on reading): say so, so the
+    # server converts it to the database's encoding, or refuses a character it cannot store,
+    # instead of taking the bytes as its own encoding.
+    kwargs.setdefault("client_encoding", "UTF8")
     try:
         return psycopg.connect(dsn, autocommit=autocommit, **kwargs)
     except psycopg.OperationalError as exc:

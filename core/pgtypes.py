@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+from decimal import Decimal, InvalidOperation
 
 import polars as pl
 
@@ -24,13 +26,35 @@ def _all(s: pl.Series, pattern: str) -> bool:
     return bool(s.str.contains(pattern).all())
 
 
+_LEADING_ZERO = r"^[+-]?0\d"  # 007, 02134: a code, not a number ("0" and "0.5" are numbers)
+_SUB_MICRO = r"\.\d{7,}"  # fractions of a second finer than PostgreSQL keeps
+
+
+def _float_keeps(text: str) -> bool:
+    """True when a double holds this number exactly as written (its value, not its spelling)."""
+    try:
+        value = float(text)
+        return not math.isfinite(value) or Decimal(text) == Decimal(repr(value))
+    except (ValueError, InvalidOperation):
+        return False
+
+
 def infer_pg_type(values: pl.Series) -> str:
+    """The type that stores every value of a text column without losing information.
+
+    Codes with leading zeros stay text; integers beyond int64 and decimals go to numeric,
+    which keeps every digit and the scale as written (10.50); only exponent notation and
+    NaN/Infinity become double precision, when no value has more digits than it keeps.
+    """
     s = values.drop_nulls().cast(pl.String).str.strip_chars()
     s = s.filter(s != "")
     if s.len() == 0:
         return "text"
     if _all(s, _BOOL):
         return "boolean"
+    numeric_like = s.str.contains(_INT) | s.str.contains(_DEC) | s.str.contains(_SPECIAL_FLOAT)
+    if bool(numeric_like.all()) and bool(s.str.contains(_LEADING_ZERO).any()):
+        return "text"
     if _all(s, _INT):
         ints = s.cast(pl.Int64, strict=False)
         if ints.null_count():
@@ -39,13 +63,14 @@ def infer_pg_type(values: pl.Series) -> str:
         assert isinstance(lo, int)
         assert isinstance(hi, int)
         return "integer" if lo >= -INT4 and hi < INT4 else "bigint"
-    if bool((s.str.contains(_DEC) | s.str.contains(_SPECIAL_FLOAT)).all()):
-        digits = s.str.replace_all(r"[^0-9]", "").str.strip_chars_start("0").str.len_chars()
-        if s.str.contains(r"[eE]|(?i)nan|inf").any():
+    if bool(numeric_like.all()):
+        if s.str.contains(r"[eE]|(?i)nan|inf").any() and all(_float_keeps(v) for v in s.head(1000).to_list()):
             return "double precision"
-        return "numeric" if (digits.max() or 0) > 15 else "double precision"  # type: ignore[operator]
+        return "numeric"
     if _all(s, _DATE):
         return "date" if s.str.to_date("%Y-%m-%d", strict=False).null_count() == 0 else "text"
+    if bool(s.str.contains(_SUB_MICRO).any()):
+        return "text"  # a timestamp or time would round these to microseconds
     if _all(s, _TSTZ):
         return "timestamptz"
     if _all(s, _TS):
@@ -53,7 +78,8 @@ def infer_pg_type(values: pl.Series) -> str:
     if _all(s, _TIME):
         return "time"
     if _all(s, _UUID):
-        return "uuid"
+        # uuid prints lower case: upper-case ids would come back changed.
+        return "uuid" if bool((s == s.str.to_lowercase()).all()) else "text"
     if _all(s, r"^\s*[\[{]"):
         try:
             for v in s.head(200).to_list():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -18,6 +18,22 @@ class SourceInfo:
     columns: list[str]
     sample: pl.DataFrame
     types: list[str]  # suggested PostgreSQL type per column
+    null_seen: list[str] = field(default_factory=list)  # columns where the sniffed NULL marker stood for a gap
+    script_tables: list[tuple[str, int]] = field(default_factory=list)  # SQL scripts: (table, rows), file order
+
+    def null_note(self) -> str:
+        """The sniffed NULL marker in words, for the source panel ('' when it is PostgreSQL's default)."""
+        o = self.options
+        if not o.null:
+            return ""
+        note = f"NULL marker {o.null!r}"
+        if self.null_seen:
+            note += f" (seen in {', '.join(self.null_seen)})"
+        if o.null_columns is not None:
+            kept = [c for c in self.columns if c not in set(o.null_columns)]
+            if kept:
+                note += f"; kept as text in {', '.join(kept)}"
+        return note
 
 
 def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
@@ -28,11 +44,14 @@ def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
         opts = replace(
             opts, delimiter=dialect.delimiter, quote=dialect.quote, header=dialect.header,
             encoding=dialect.encoding, null=dialect.null,
+            null_columns=getattr(source, "null_columns", None),
         )
     sample = source.sample(rows)
     dtypes = source.dtypes()
     types = [mp.suggested_type(sample[c], dtypes.get(c)) if c in sample.columns else "text" for c in source.columns()]
-    return SourceInfo(opts, source.columns(), sample, types)
+    seen = [source.columns()[i] for i in getattr(dialect, "null_seen", ()) if i < len(source.columns())]
+    tables = [(t.target.display(), t.rows) for t in getattr(source, "tables", [])]
+    return SourceInfo(opts, source.columns(), sample, types, seen, tables)
 
 
 def ddl_preview(ref: TableRef, maps: list[ColumnMap]) -> str:

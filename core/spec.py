@@ -37,7 +37,11 @@ class SourceOptions:
     header: bool | None = None
     encoding: str | None = None
     null: str | None = None
+    # Columns where `null` means NULL (None: every column). Sniffing keeps a marker off
+    # columns of unquoted free text, where the same word can be a value.
+    null_columns: list[str] | None = None
     sheet: str | None = None
+    script_table: str | None = None  # SQL scripts: the one table to load (schema.table or table); None: all
 
 
 @dataclass

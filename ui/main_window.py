@@ -56,6 +56,8 @@ EMBEDDED = "Local (embedded)"
 FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow"]
 
 
+NULL_TIP = "Text that means NULL, e.g. NA or \\N (empty: an empty unquoted field is NULL, \"\" is empty text)"
+
 class MainWindow(QMainWindow):
     """Signals: source_ready(), database_ready(), run_finished(object LoadResult), run_failed(str), run_cancelled()."""
 
@@ -142,7 +144,7 @@ class MainWindow(QMainWindow):
         self.encoding_edit.setMaximumWidth(90)
         self.null_edit = QLineEdit()
         self.null_edit.setMaximumWidth(60)
-        self.null_edit.setToolTip("Text that means NULL, e.g. NA or \\N (empty: an empty unquoted field)")
+        self.null_edit.setToolTip(NULL_TIP)
         for label, w in (("Format", self.format_combo), ("Delim", self.delim_edit), ("Quote", self.quote_edit),
                          ("Encoding", self.encoding_edit), ("NULL", self.null_edit)):
             form.addWidget(QLabel(label))
@@ -437,7 +439,10 @@ class MainWindow(QMainWindow):
         self.encoding_edit.setText(o.encoding or "")
         self.null_edit.setText(o.null or "")
         self.preview.set_frame(info.sample, info.types)
-        self.source_status.setText(f"{o.format}: {len(info.columns)} columns; showing {info.sample.height} rows")
+        note = info.null_note()
+        self.source_status.setText(f"{o.format}: {len(info.columns)} columns; showing {info.sample.height} rows"
+                                   + (f"; {note}" if note else ""))
+        self.null_edit.setToolTip(f"{NULL_TIP}\nSniffed: {note}" if note else NULL_TIP)
         if not self.table_combo.currentText():
             self.table_combo.setEditText(_table_name_for(o.path))
         self._rebuild_mapping()
@@ -447,6 +452,12 @@ class MainWindow(QMainWindow):
             item.setEnabled(is_sql or not cls.script_only)
         self.source_status.setText(self.source_status.text())
         self.source_ready.emit()
+
+    def _sniffed_null_columns(self) -> list[str] | None:
+        info = self._info
+        if info is None or info.options.path != self.path_edit.text().strip():
+            return None
+        return info.options.null_columns if info.options.null == self.null_edit.text() else None
 
     def _source_options(self) -> SourceOptions:
         fmt = self.format_combo.currentText()
@@ -459,6 +470,8 @@ class MainWindow(QMainWindow):
             header=self.header_check.isChecked(),
             encoding=self.encoding_edit.text() or None,
             null=self.null_edit.text(),
+            # A sniffed marker keeps to the columns it was sniffed for until the user changes it.
+            null_columns=self._sniffed_null_columns(),
         )
 
     # -- target and mapping ------------------------------------------------------------------

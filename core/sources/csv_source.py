@@ -66,6 +66,18 @@ class CsvSource(Source):
         self._header_end = 0  # byte offset (in UTF-8 stream) of the first data record
         self._header_lines = 0  # lines the header takes
         self._columns = self._read_header()
+        self.null_columns = self._null_columns(options)
+
+    def _null_columns(self, options: SourceOptions) -> list[str] | None:
+        """The columns where the null marker means NULL (None: all of them)."""
+        if not self.dialect.null:
+            return None
+        if options.null_columns is not None:
+            wanted = set(options.null_columns)
+            return [c for c in self._columns if c in wanted]
+        if self.dialect.null_columns is None:
+            return None
+        return [self._columns[i] for i in self.dialect.null_columns if i < len(self._columns)]
 
     # -- shape --------------------------------------------------------------------------
 
@@ -129,6 +141,7 @@ class CsvSource(Source):
         enc = self.dialect.encoding.lower().replace("_", "-")
         passthrough = enc in ("utf-8", "utf8", "utf-8-sig")
         decoder = None if passthrough else codecs.getincrementaldecoder(self.dialect.encoding)("strict")
+        cr_only = self.dialect.newline == "\r"
         try:
             with open(self.path, "rb") as f:
                 # UTF-16/32 decoders read the byte order from the BOM themselves.
@@ -139,9 +152,11 @@ class CsvSource(Source):
                         if decoder is not None:
                             tail = decoder.decode(b"", final=True)
                             if tail:
-                                yield tail.encode("utf-8")
+                                yield tail.encode("utf-8").replace(b"\r", b"\n") if cr_only else tail.encode("utf-8")
                         return
-                    yield raw if decoder is None else decoder.decode(raw).encode("utf-8")
+                    data = raw if decoder is None else decoder.decode(raw).encode("utf-8")
+                    # Old Mac files end lines with CR alone; COPY and the parser both get LF.
+                    yield data.replace(b"\r", b"\n") if cr_only else data
         except UnicodeError as exc:
             reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
             raise SourceError(f"not valid {self.dialect.encoding}: {reason}", path=str(self.path)) from None
@@ -156,6 +171,7 @@ class CsvSource(Source):
         """
         chunk_bytes = chunk_bytes or CHUNK_BYTES
         q = self.dialect.quote.encode()
+        d = self.dialect.delimiter.encode()
         buf = b""
         consumed = 0  # data bytes handed out, counted in the UTF-8 stream
         scanned = 0  # buf[:scanned] is known to hold no record end
@@ -167,7 +183,7 @@ class CsvSource(Source):
             buf = buf + data if buf else data
             if len(buf) < chunk_bytes:
                 continue
-            cut = record_cut(buf, q, scanned)
+            cut = record_cut(buf, q, scanned) if bare_quote_at(buf, d, q) < 0 else _field_cut(buf, d, q)
             if cut == 0:  # one record longer than a chunk: keep reading, up to a limit
                 if len(buf) > MAX_RECORD_BYTES:
                     raise self._runaway(buf, consumed)
@@ -178,7 +194,7 @@ class CsvSource(Source):
             yield RawChunk(buf[:cut], self._progress(consumed))
             buf = buf[cut:]
         if buf:
-            if not tolerant and q and buf.count(q) % 2:
+            if not tolerant and q and buf.count(q) % 2 and bare_quote_at(buf, d, q) < 0:
                 raise self._unclosed(buf, consumed)
             if not buf.endswith(b"\n"):
                 buf += b"\n"
@@ -237,7 +253,11 @@ class CsvSource(Source):
             quote_char=d.quote or None,
             new_columns=self._columns,
             schema={c: pl.String for c in self._columns},
-            null_values=[d.null] if d.null else None,
+            null_values=(
+                None if not d.null
+                else [d.null] if self.null_columns is None
+                else {c: d.null for c in self.null_columns}
+            ),
             # PostgreSQL's rule: with another null marker, an empty field is an empty string.
             empty_string_is_null=not d.null,
             infer_schema=False,
@@ -275,6 +295,8 @@ class CsvSource(Source):
         taken apart record by record.
         """
         q = self.dialect.quote.encode()
+        if bare_quote_at(data, self.dialect.delimiter.encode(), q) >= 0:
+            return self._parse_fields(data, first_row, first_line, offset)
         if b"\x00" not in data and not (final and q and data.count(q) % 2):
             try:
                 frame = self._polars(data)
@@ -284,6 +306,47 @@ class CsvSource(Source):
                 if self._fields_fit(data, frame):
                     return frame, []
         return self._parse_slow(data, first_row, first_line, offset)
+
+    def _parse_fields(
+        self, data: bytes, first_row: int, first_line: int, offset: int
+    ) -> tuple[pl.DataFrame, list[BadRecord]]:
+        """Records holding bare quotes, field by field (see scan_records): every strategy, and
+        COPY never, reads them, so a quote inside a value is kept as written."""
+        d = self.dialect
+        n = len(self._columns)
+        nulls = set(self._columns if self.null_columns is None else self.null_columns)
+        marker = d.null.encode()
+        rows: list[list[str | None]] = []
+        bad: list[BadRecord] = []
+        row = first_row
+        for line, start, end, closed, fields in scan_records(data, d.delimiter.encode(), d.quote.encode(), first_line):
+            raw = data[start:end]
+            reason = None if closed else unclosed_reason(raw, line, d.quote.encode())
+            if reason is None and b"\x00" in raw:
+                reason = "contains a NUL byte"
+            if reason is None and len(fields) != n:
+                reason = (f"is a blank line, expected {n} fields" if not raw.strip(b"\r") and n > 1
+                          else f"has {len(fields)} field{'s' if len(fields) != 1 else ''}, expected {n}")
+            values: list[str | None] = []
+            if reason is None:
+                for (value, quoted), name in zip(fields, self._columns):
+                    if not quoted and value == marker and name in nulls:
+                        values.append(None)
+                        continue
+                    try:
+                        values.append(value.decode("utf-8"))
+                    except UnicodeDecodeError as exc:
+                        reason = f"not valid UTF-8 at byte offset {offset + start + exc.start} of the data"
+                        break
+            if reason is None:
+                rows.append(values)
+            else:
+                bad.append(BadRecord(row, line, record_text(raw), reason))
+            row += 1
+        frame = pl.DataFrame(
+            {c: pl.Series(c, [r[i] for r in rows], dtype=pl.String) for i, c in enumerate(self._columns)}
+        )
+        return frame, bad
 
     def _fields_fit(self, data: bytes, frame: pl.DataFrame) -> bool:
         """True when every parsed row had all its fields (polars fills missing ones with null).
@@ -415,7 +478,8 @@ class CsvSource(Source):
                     index += n
                     line += n
                     continue
-                for start_line, start, end, _closed in split_records(chunk.data, q, line):
+                for start_line, start, end, _closed in split_records(chunk.data, q, line,
+                                                                     self.dialect.delimiter.encode()):
                     if index == row:
                         return start_line, record_text(chunk.data[start:end])
                     index += 1
@@ -461,12 +525,19 @@ class CsvSource(Source):
         return None
 
 
-def split_records(data: bytes, quote: bytes, first_line: int) -> Iterator[tuple[int, int, int, bool]]:
+def split_records(
+    data: bytes, quote: bytes, first_line: int, delimiter: bytes = b""
+) -> Iterator[tuple[int, int, int, bool]]:
     """(start line, start, end, closed) of each record in `data`, end excluding its newline.
 
     Records end at a newline outside quotes, as record_cut and PostgreSQL's COPY see it;
-    `closed` is False for a last record that ends inside a quoted field.
+    `closed` is False for a last record that ends inside a quoted field. Data holding a
+    bare quote (given the delimiter) is split as scan_records reads it.
     """
+    if delimiter and bare_quote_at(data, delimiter, quote) >= 0:
+        for line, start, end, closed, _fields in scan_records(data, delimiter, quote, first_line):
+            yield line, start, end, closed
+        return
     pos = start = 0
     line = rec_line = first_line
     inside = False
@@ -511,6 +582,99 @@ def record_text(raw: bytes) -> str:
 def _polars_reason(exc: Exception) -> str:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return f"cannot be parsed: {first[:200]}"
+
+
+def _quote_classes(delimiter: bytes, quote: bytes) -> bytes:
+    table = bytearray(b"a" * 256)
+    for b in (b"\n", b"\r", delimiter):
+        if b:
+            table[b[0]] = ord("|")
+    table[quote[0]] = ord('"')
+    return bytes(table)
+
+
+def bare_quote_at(data: bytes, delimiter: bytes, quote: bytes) -> int:
+    """Offset of the first quote that neither opens, closes nor doubles a quoted field, or -1.
+
+    Such a quote (37°36'37.8"N, or text after a closing quote as in "a"b) is where
+    PostgreSQL's CSV reader, which lets a quote toggle quoting anywhere, and a reader
+    that quotes only whole fields part ways. One C pass: bytes are mapped to three
+    classes and a quote between two ordinary bytes is looked for.
+    """
+    if not quote or len(quote) != 1 or len(delimiter) != 1 or quote not in data:
+        return -1
+    at = data.translate(_quote_classes(delimiter, quote)).find(b'a"a')
+    return at + 1 if at >= 0 else -1
+
+
+def scan_records(
+    data: bytes, delimiter: bytes, quote: bytes, first_line: int
+) -> Iterator[tuple[int, int, int, bool, list[tuple[bytes, bool]]]]:
+    """(start line, start, end, closed, fields) of each record, quoting whole fields only.
+
+    The careful reading of records holding bare quotes: a quote opens a quoted field
+    only at the field's start and is a plain character anywhere else; text after a
+    closing quote is kept as written. Each field is (bytes, was quoted). `end` excludes
+    the record's newline; `closed` is False for a last record inside an open quote.
+    """
+    n = len(data)
+    pos, line = 0, first_line
+    while pos < n:
+        start, rec_line = pos, line
+        fields: list[tuple[bytes, bool]] = []
+        closed = True
+        while True:
+            if quote and data.startswith(quote, pos):
+                parts: list[bytes] = []
+                i = pos + 1
+                while True:
+                    j = data.find(quote, i)
+                    if j < 0:
+                        closed = False
+                        parts.append(data[i:])
+                        break
+                    parts.append(data[i:j])
+                    if data.startswith(quote, j + 1):
+                        parts.append(quote)
+                        i = j + 2
+                        continue
+                    i = j + 1
+                    break
+                if not closed:
+                    fields.append((b"".join(parts), True))
+                    line += data.count(b"\n", start, n)
+                    yield rec_line, start, n - 1 if data.endswith(b"\n") else n, False, fields
+                    return
+                k = _field_end(data, delimiter, i)
+                parts.append(data[i:k])
+                value, quoted = b"".join(parts), True
+            else:
+                k = _field_end(data, delimiter, pos)
+                value, quoted = data[pos:k], False
+            if k >= n or data[k:k + 1] == b"\n":
+                fields.append((value[:-1] if value.endswith(b"\r") else value, quoted))
+                break
+            fields.append((value, quoted))
+            pos = k + 1
+        line += data.count(b"\n", start, k) + 1
+        yield rec_line, start, k, closed, fields
+        pos = k + 1
+
+
+def _field_cut(buf: bytes, delimiter: bytes, quote: bytes) -> int:
+    """Index just after the last whole record of `buf` read by scan_records (0 if none)."""
+    cut = 0
+    for _line, _start, end, closed, _fields in scan_records(buf, delimiter, quote, 1):
+        if closed and end < len(buf):
+            cut = end + 1
+    return cut
+
+
+def _field_end(data: bytes, delimiter: bytes, pos: int) -> int:
+    d = data.find(delimiter, pos) if delimiter else -1
+    nl = data.find(b"\n", pos)
+    ends = [e for e in (d, nl) if e >= 0]
+    return min(ends) if ends else len(data)
 
 
 _QUOTED_NULL = b"\x01sluice:quoted-null-marker\x01"  # stands in for a quoted null marker while parsing

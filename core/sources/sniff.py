@@ -16,7 +16,9 @@ _EXT = {
     ".json": "json", ".ndjson": "ndjson", ".jsonl": "ndjson", ".xlsx": "excel", ".xlsm": "excel",
     ".sql": "sql", ".arrow": "arrow", ".ipc": "arrow", ".feather": "arrow",
 }
-NULL_MARKERS = ("NA", "\\N", "NULL", "null", "N/A", "#N/A")
+# Words that some writers put in place of a missing value. JSON's `null` is not one: in a
+# JSON column it is a value, and PostgreSQL's own CSV never writes it for NULL.
+NULL_MARKERS = ("NA", "\\N", "NULL", "N/A", "#N/A")
 DELIMITERS = (",", ";", "\t", "|")
 
 
@@ -28,6 +30,13 @@ class CsvDialect:
     header: bool
     null: str
     bom_bytes: int
+    # Columns (0-based) where `null` means NULL; None: every column. A sniffed marker is
+    # kept off columns of unquoted free text, where the same word can be a value (NA is
+    # Namibia's country code).
+    null_columns: tuple[int, ...] | None = None
+    # Columns where the sniffed marker was seen standing for a missing value.
+    null_seen: tuple[int, ...] = ()
+    newline: str = "\n"  # "\r" for old Mac files (no LF anywhere in the sample)
 
 
 def detect_format(path: str) -> str:
@@ -125,6 +134,9 @@ def sniff_csv(
         bom = 3 if raw.startswith(codecs.BOM_UTF8) and enc.lower().startswith("utf") else bom
     text = raw[bom:].decode(enc if enc != "utf-8-sig" else "utf-8", errors="ignore")
     q = quote or '"'
+    newline = "\r" if "\r" in text and "\n" not in text else "\n"
+    if newline == "\r":
+        text = text.replace("\r", "\n")  # the reader turns it into LF too (see CsvSource)
     if tsv:
         delimiter = delimiter or "\t"
     # The dialect shows in the first records; parsing the whole sample four times in pure
@@ -139,13 +151,95 @@ def sniff_csv(
             first = records[0]
             if any(_numberish(v) for v in first):
                 header = False
-            elif len(set(first)) < len(first) or any(not v.strip() for v in first):
-                header = False if any(not v.strip() for v in first) else header
+            elif any(not v.strip() for v in first[1:]) or (len(first) == 1 and not first[0].strip()):
+                header = False  # a blank name, except R's unnamed row-name column first
+    null_columns: tuple[int, ...] | None = None
+    null_seen: tuple[int, ...] = ()
     if null is None:
-        # Only an unquoted field can be a null marker ("NULL" in quotes is text).
-        # One pass over the whole sample: nulls can be rare.
-        d = re.escape(delimiter)
-        markers = "|".join(re.escape(m) for m in NULL_MARKERS)
-        seen = Counter(re.findall(f"(?:^|{d})({markers})(?={d}|\r?$)", text, re.MULTILINE))
-        null = seen.most_common(1)[0][0] if seen else ""
-    return CsvDialect(enc, delimiter, q, header, null, bom)
+        null, null_columns, null_seen = sniff_null(text, delimiter, q, header)
+    return CsvDialect(enc, delimiter, q, header, null, bom, null_columns, null_seen, newline)
+
+
+def sniff_null(
+    text: str, delimiter: str, quote: str, header: bool
+) -> tuple[str, tuple[int, ...] | None, tuple[int, ...]]:
+    """The file's null marker, the columns it applies to, and the columns it was seen in.
+
+    PostgreSQL's default (an empty unquoted field is NULL, "" is an empty string) holds
+    unless the file shows another marker: the word stands unquoted in a column whose
+    other unquoted values are all numbers, dates, times or booleans, where it cannot be a
+    value. It then applies to every column except those holding unquoted free text.
+    """
+    d = re.escape(delimiter)
+    markers = "|".join(re.escape(m) for m in NULL_MARKERS)
+    if not re.search(f"(?:^|{d})(?:{markers})(?={d}|\r?$)", text, re.MULTILINE):
+        return "", None, ()  # no marker word stands alone anywhere (the usual case, one C pass)
+    columns = _field_columns(text, delimiter, quote, header)
+    best, best_seen = "", tuple[int, ...]()
+    for marker in NULL_MARKERS:
+        seen = tuple(i for i, col in enumerate(columns) if col.evidence(marker))
+        if len(seen) > len(best_seen):
+            best, best_seen = marker, seen
+    if not best:
+        return "", None, ()
+    # \N is PostgreSQL's own marker, never a word: it holds in every column.
+    applies = tuple(i for i, col in enumerate(columns) if best == "\\N" or not col.free_text(best))
+    return best, (None if len(applies) == len(columns) else applies), best_seen
+
+
+_TYPED = re.compile(
+    r"(?i)[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(nan|inf|infinity)|t|f|true|false|yes|no|y|n|on|off"
+    r"|\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)?)?|\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+)
+
+
+@dataclass
+class _ColumnSample:
+    """What the sample shows of one column: its unquoted words and whether all are typed."""
+
+    unquoted: Counter[str]
+
+    def _others(self, marker: str) -> list[str]:
+        return [v for v in self.unquoted if v != marker and v.strip()]
+
+    def evidence(self, marker: str) -> bool:
+        if not self.unquoted.get(marker):
+            return False
+        others = self._others(marker)
+        return bool(others) and all(_TYPED.fullmatch(v.strip()) for v in others)
+
+    def free_text(self, marker: str) -> bool:
+        """Unquoted values that are neither typed nor the marker: the marker may be text here."""
+        return any(not _TYPED.fullmatch(v.strip()) for v in self._others(marker))
+
+
+def _field_columns(text: str, delimiter: str, quote: str, header: bool) -> list[_ColumnSample]:
+    """Each column's unquoted values in the sample.
+
+    Python's csv module drops the quotes, so each one-line record is read again without
+    quoting: where both readings give the same number of fields, a field is unquoted when
+    its raw form does not start with the quote character.
+    """
+    plain = list(csv.reader(io.StringIO(text), delimiter=delimiter, quoting=csv.QUOTE_NONE))
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar=quote or '"')
+    pairs: list[tuple[list[str], list[str] | None]] = []
+    last = 0
+    try:
+        for rec in reader:
+            raw = plain[last] if reader.line_num == last + 1 and last < len(plain) else None
+            pairs.append((rec, raw))
+            last = reader.line_num
+    except csv.Error:
+        pass
+    if len(pairs) > 1 and not text.endswith("\n"):
+        pairs.pop()  # the last record may be cut by the sample
+    pairs = pairs[1 if header else 0:]
+    width = Counter(len(r) for r, _ in pairs).most_common(1)[0][0] if pairs else 0
+    columns = [_ColumnSample(Counter()) for _ in range(width)]
+    for rec, raw in pairs:
+        if raw is None or len(rec) != width or len(raw) != width:
+            continue  # a quoted delimiter or newline moved the fields: no quoting information here
+        for i, (value, field) in enumerate(zip(rec, raw)):
+            if not quote or not field.startswith(quote):
+                columns[i].unquoted[value] += 1
+    return columns

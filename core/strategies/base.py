@@ -26,6 +26,8 @@ class WriteContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     log: Callable[[str], None] = lambda _msg: None
     copy_options: dict[str, str] = field(default_factory=dict)  # raw CSV pass-through dialect
+    # Target columns where the raw pass-through's NULL marker is text (COPY's FORCE_NOT_NULL).
+    force_not_null: list[str] = field(default_factory=list)
 
 
 class WriteFailed(Exception):

@@ -31,6 +31,11 @@ def csv_copy_sql(strategy: Strategy) -> sql.Composed:
     for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
         if key in opts:
             parts.append(sql.SQL("{} {}").format(sql.SQL(word), sql.Literal(opts[key])))
+    if opts.get("encoding"):
+        parts.append(sql.SQL("ENCODING {}").format(sql.Literal(opts["encoding"])))
+    if strategy.ctx.force_not_null:
+        parts.append(sql.SQL("FORCE_NOT_NULL ({})").format(
+            sql.SQL(", ").join(sql.Identifier(c) for c in strategy.ctx.force_not_null)))
     return sql.SQL("COPY {} ({}) FROM STDIN ({})").format(
         strategy.ctx.table.ident(), strategy.column_list(), sql.SQL(", ").join(parts)
     )

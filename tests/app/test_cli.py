@@ -36,7 +36,8 @@ def test_load_json_and_profile_round_trip(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     src = tmp_path / "d.csv"
-    src.write_text("id;name\n1;a\n2;NA\n3;c\n", encoding="utf-8")
+    # NA stands among numbers (a NULL marker there) and among words (a value there).
+    src.write_text("id;name;score\n1;a;1.5\n2;NA;NA\n3;c;3\n", encoding="utf-8")
     table = table_name("cli")
     prof = tmp_path / "p.toml"
     secret_dsn = make_conninfo(dsn, password="hunter2")  # trust auth ignores it; it must not be stored
@@ -47,7 +48,8 @@ def test_load_json_and_profile_round_trip(
     assert {k: got[k] for k in ("strategy", "rows_read", "rows_loaded", "rows_rejected")} == {
         "strategy": "unnest", "rows_read": 3, "rows_loaded": 3, "rows_rejected": 0}
     assert {"seconds", "rows_per_s", "bytes", "reject_file"} <= set(got)
-    assert conn.execute(sql.SQL("SELECT count(*), count(name) FROM {}").format(sql.Identifier(table))).fetchone() == (3, 2)
+    assert conn.execute(sql.SQL("SELECT count(*), count(name), count(score) FROM {}").format(
+        sql.Identifier(table))).fetchone() == (3, 3, 2)
     text = prof.read_text()
     assert "hunter2" not in text and "password" not in text
     spec, _ = profile.load(prof)

@@ -1,0 +1,273 @@
+"""Defaults that never change data: null markers, inferred types, PostgreSQL's own CSV, encodings,
+and odd CSV that every strategy must read the same way."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from core.errors import SluiceError
+from core.job import LoadJob
+from core.pgtypes import infer_pg_type
+from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
+from core.strategies.base import all_strategies
+
+TABLE_STRATEGIES = [c.id for c in all_strategies() if not c.script_only]
+
+
+def _load(dsn: str, path: Path, table: str, strategy: str = "copy-csv", **kw: Any) -> Any:
+    mode = kw.pop("mode", LoadMode.APPEND)
+    spec = LoadSpec(source=SourceOptions(path=str(path), **kw.pop("source", {})),
+                    target=TargetSpec(table=table, mode=mode), strategy=strategy,
+                    batch_rows=kw.pop("batch_rows", 3), dsn=dsn, **kw)
+    return LoadJob(spec).run()
+
+
+def _rows(conn: psycopg.Connection[Any], table: str) -> list[tuple[Any, ...]]:
+    return conn.execute(sql.SQL("SELECT * FROM {} ORDER BY 1").format(sql.Identifier(table))).fetchall()
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+# -- null markers --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("data", "marker", "applies"), [
+    # a JSON null in a jsonb column is a value, never the file's marker
+    (b'id,doc,n\n1,null,\n2,"{""a"": null}",3\n3,,4\n', "", None),
+    # words that are values in a column of unquoted text
+    (b"id,country,n\n1,NA,1\n2,US,\n3,DE,4\n", "", None),
+    (b"id,word,n\n1,NULL,1\n2,hello,\n3,N/A,4\n", "", None),
+    # a marker among numbers: a marker, kept off the column of free text (Namibia stays)
+    (b"id,country,n\n1,NA,NA\n2,US,3\n3,DE,4\n", "NA", ("id", "n")),
+    # R's write.csv: text quoted, NA unquoted in numeric and text columns
+    (b'"","x","name"\n"1",1.5,"abc"\n"2",NA,NA\n"3",2,"NA"\n', "NA", None),
+    # quoted, the word is text and proves nothing
+    (b'id,n\n1,"NULL"\n2,3\n', "", None),
+    (b"id,n,d\n1,\\N,2024-01-01\n2,3,\\N\n", "\\N", None),
+])
+def test_a_marker_counts_only_where_it_cannot_be_a_value(
+    tmp_path: Path, data: bytes, marker: str, applies: tuple[str, ...] | None
+) -> None:
+    from core.sources.csv_source import CsvSource
+
+    src = CsvSource(SourceOptions(str(_write(tmp_path / "f.csv", data))))
+    assert src.dialect.null == marker
+    assert (None if src.null_columns is None else tuple(src.null_columns)) == applies
+    if marker:
+        assert src.dialect.null_seen  # the window shows where it was seen
+
+
+def test_r_write_csv_loads_na_as_null_with_no_options(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = _write(tmp_path / "r.csv", b'"","x","name"\n"1",1.5,"abc"\n"2",NA,NA\n"3",2,"NA"\n')
+    t = table_name("r")
+    _load(dsn, path, t, mode=LoadMode.CREATE)
+    got = conn.execute(sql.SQL('SELECT x::text, name FROM {} ORDER BY column_1').format(sql.Identifier(t))).fetchall()
+    assert got == [("1.5", "abc"), (None, None), ("2", "NA")]
+
+
+# -- inference -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("values", "expected"), [
+    (["02134", "00501", "12345"], "text"),
+    (["007"], "text"),
+    (["-01", "5"], "text"),
+    (["0", "10", "-3"], "integer"),
+    (["0.5", "00.5"], "text"),
+    (["9223372036854775808"], "numeric"),
+    (["10.50", "3"], "numeric"),
+    (["0.30000000000000004", "1e5"], "double precision"),
+    (["0.12345678901234567890", "1e5"], "numeric"),
+    (["1.5e10", "NaN"], "double precision"),
+    (["2024-01-01 10:00:00.1234567"], "text"),
+    (["A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11"], "text"),
+    (['{"a": 1}', "[1, 2]"], "jsonb"),
+])
+def test_inference_never_loses_information(values: list[str], expected: str) -> None:
+    assert infer_pg_type(pl.Series(values)) == expected
+
+
+@pytest.mark.parametrize("strategy", ["copy-csv", "executemany"])
+def test_create_keeps_leading_zeros_and_long_numbers(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = _write(tmp_path / "zips.csv", b"zip,big,price\n02134,123456789012345678901234,10.50\n"
+                                         b"00501,1,0.1\n90210,2,3\n")
+    t = table_name("z")
+    _load(dsn, path, t, strategy, mode=LoadMode.CREATE)
+    got = conn.execute(sql.SQL("SELECT zip, big::text, price::text FROM {} ORDER BY 1").format(
+        sql.Identifier(t))).fetchall()
+    assert got == [("00501", "1", "0.1"), ("02134", "123456789012345678901234", "10.50"), ("90210", "2", "3")]
+
+
+# -- PostgreSQL's own CSV loads back -----------------------------------------------------
+
+_COLUMNS = ("id int PRIMARY KEY, n numeric, f float8, t text, code text, doc jsonb, d date, b boolean, "
+            "ts timestamptz, tm time")
+_VALUES = [
+    (1, "1.50", "0.1", "plain", "02134", '{"a": null}', "2024-02-29", True, "2024-01-01 10:00:00+00", "10:00"),
+    (2, None, None, None, None, None, None, None, None, None),
+    (3, "-7", "1e+100", "", "00501", "null", "1999-12-31", False, "2024-06-30 23:59:59.5+02", "23:59:59.5"),
+    (4, "12345678901234567890.123", "-0.30000000000000004", "NULL", "NA", "[1, 2]", None, True, None, None),
+    (5, "0", "NaN", "NA", "90210", '"text"', "2000-01-01", None, "2000-01-01 00:00:00+00", "00:00"),
+    (6, "3", "Infinity", "N/A", "00000", "{}", "2001-01-01", False, None, None),
+    (7, "4", "2", "\\N", "12", "true", None, None, None, None),
+    (8, "5", "-2.5", 'say "hi", then\nleave', "007", '{"k": [null]}', None, None, None, None),
+]
+
+
+@pytest.fixture
+def pg_csv(conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A table and the CSV that PostgreSQL's COPY TO (FORMAT csv, HEADER) writes of it."""
+    src = table_name("src")
+    conn.execute(sql.SQL("CREATE TABLE {} (" + _COLUMNS + ")").format(sql.Identifier(src)))
+    with conn.cursor() as cur:
+        cur.executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)").format(
+            sql.Identifier(src)), _VALUES)
+    path = tmp_path / "pg.csv"
+    with conn.cursor() as cur, path.open("wb") as f, cur.copy(
+        sql.SQL("COPY {} TO STDOUT (FORMAT csv, HEADER)").format(sql.Identifier(src))
+    ) as copy:
+        for data in copy:
+            f.write(data)
+    yield src, path
+
+
+def _diff(conn: psycopg.Connection[Any], a: str, b: str, cols: str = "*") -> tuple[int, int]:
+    q = "SELECT count(*) FROM (SELECT {c} FROM {a} EXCEPT ALL SELECT {c} FROM {b}) x"
+    one = conn.execute(sql.SQL(q).format(c=sql.SQL(cols), a=sql.Identifier(a), b=sql.Identifier(b))).fetchone()
+    two = conn.execute(sql.SQL(q).format(c=sql.SQL(cols), a=sql.Identifier(b), b=sql.Identifier(a))).fetchone()
+    assert one is not None and two is not None
+    return int(one[0]), int(two[0])
+
+
+@pytest.mark.parametrize("strategy", TABLE_STRATEGIES)
+def test_postgres_copy_to_csv_loads_back_identically(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    pg_csv: tuple[str, Path],
+) -> None:
+    src, path = pg_csv
+    back = table_name("back")
+    conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(sql.Identifier(back), sql.Identifier(src)))
+    result = _load(dsn, path, back, strategy)
+    assert result.rows_loaded == len(_VALUES)
+    assert _diff(conn, src, back) == (0, 0)
+
+
+_AS_TEXT = "id, n::text, f::text, t, code, doc::text, d::text, b::text, ts::text, tm::text"
+
+
+@pytest.mark.parametrize("strategy", ["copy-csv", "executemany", "copy-binary"])
+def test_postgres_copy_to_csv_in_create_mode_keeps_every_value(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    pg_csv: tuple[str, Path],
+) -> None:
+    src, path = pg_csv
+    new = table_name("new")
+    _load(dsn, path, new, strategy, mode=LoadMode.CREATE)
+    assert _diff(conn, src, new, _AS_TEXT) == (0, 0)
+
+
+# -- encodings -----------------------------------------------------------------------------
+
+@pytest.fixture
+def latin1_dsn(dsn: str, conn: psycopg.Connection[Any]) -> Iterator[str]:
+    name = f"sluice_latin1_{uuid.uuid4().hex[:8]}"
+    conn.execute(sql.SQL("CREATE DATABASE {} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+                 .format(sql.Identifier(name)))
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = name
+    yield make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+    conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+_ACCENTED = ["café", "naïve", "Ærøskøbing", "façade « quoted »"]
+
+
+@pytest.mark.parametrize("strategy", TABLE_STRATEGIES)
+@pytest.mark.parametrize("database", ["latin1", "utf8"])
+def test_cp1252_text_reads_back_the_same_in_latin1_and_utf8_databases(
+    strategy: str, database: str, dsn: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    target_dsn = request.getfixturevalue("latin1_dsn") if database == "latin1" else dsn
+    body = "id,name\n" + "".join(f"{i},{w}\n" for i, w in enumerate(_ACCENTED, 1))
+    path = _write(tmp_path / "cp.csv", body.encode("cp1252"))
+    t = f"enc_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(target_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(t)))
+        try:
+            _load(target_dsn, path, t, strategy)
+            assert [r[1] for r in _rows(c, t)] == _ACCENTED
+        finally:
+            c.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(t)))
+
+
+@pytest.mark.parametrize("strategy", ["copy-csv", "executemany", "copy-binary", "unnest"])
+def test_a_character_latin1_cannot_store_is_refused_with_line_and_column(
+    strategy: str, latin1_dsn: str, tmp_path: Path
+) -> None:
+    path = _write(tmp_path / "euro.csv", "id,name\n1,café\n2,5 €\n".encode("cp1252"))
+    t = f"enc_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(latin1_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(t)))
+        with pytest.raises(SluiceError) as err:
+            _load(latin1_dsn, path, t, strategy)
+        assert _rows(c, t) == []
+    msg = str(err.value)
+    assert "euro.csv" in msg and "line 3" in msg and "name" in msg, msg
+
+
+# -- odd CSV: one reading for every strategy ---------------------------------------------------
+
+_ODD = {
+    "quote inside unquoted fields": (
+        b"id,lat,lon\n1,37\xc2\xb036'37.8\"N,122\xc2\xb022'31.1\"W\n2,a\"b,c\n",
+        [(1, "37°36'37.8\"N", "122°22'31.1\"W"), (2, 'a"b', "c")]),
+    "one bare quote then ordinary lines": (
+        b"id,lat,lon\n1,5\"N,x\n2,y,z\n3,u,v\n", [(1, '5"N', "x"), (2, "y", "z"), (3, "u", "v")]),
+    "text after a closing quote": (
+        b'id,lat,lon\n1,"q"z,x\n2,"a,b",\n', [(1, "qz", "x"), (2, "a,b", None)]),
+    "CR-only line ends": (
+        b'id,lat,lon\r1,a,\r2,"",c\r', [(1, "a", None), (2, "", "c")]),
+    "no final newline": (b"id,lat,lon\n1,a,b\n2,c,d", [(1, "a", "b"), (2, "c", "d")]),
+}
+
+
+@pytest.mark.parametrize("strategy", TABLE_STRATEGIES)
+@pytest.mark.parametrize("case", list(_ODD))
+def test_strategies_agree_on_odd_csv(
+    case: str, strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    data, expected = _ODD[case]
+    path = _write(tmp_path / "odd.csv", data)
+    t = table_name("odd")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, lat text, lon text)").format(sql.Identifier(t)))
+    _load(dsn, path, t, strategy)
+    assert _rows(conn, t) == expected
+
+
+def test_a_bare_quote_far_into_the_file_still_keeps_the_raw_path_honest(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Several chunks of clean rows, then one bare quote: the whole load is read one way."""
+    body = b"".join(b'%d,"x, %d",y\n' % (i, i) for i in range(1, 60_000))
+    path = _write(tmp_path / "late.csv", b"id,lat,lon\n" + body + b'60000,1"N,z\n')
+    t = table_name("late")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, lat text, lon text)").format(sql.Identifier(t)))
+    result = _load(dsn, path, t, "copy-csv", batch_rows=10_000)
+    assert result.rows_loaded == 60_000
+    row = conn.execute(sql.SQL("SELECT lat FROM {} WHERE id = 60000").format(sql.Identifier(t))).fetchone()
+    assert row == ('1"N',)
