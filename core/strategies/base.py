@@ -56,6 +56,9 @@ class Strategy(ABC):
     script_only: ClassVar[bool] = False
     streams_raw_csv: ClassVar[bool] = False  # can take the CSV file's own bytes
     stream_rows: ClassVar[bool] = False  # WriteFailed.row counts from the load's start, not the batch's
+    # What the settings change on the wire (the Compare lab asks, never by id):
+    batch_sized: ClassVar[bool] = True  # False: one statement per row, whatever batch_rows says
+    takes_workers: ClassVar[bool] = False  # True: ctx.workers connections load at once
 
     def __init__(self, ctx: WriteContext) -> None:
         self.ctx = ctx

@@ -73,6 +73,7 @@ class ParallelCopy(Strategy):
     lesson = "Seed 004: a distributed PostgreSQL loaded in 59 s with one COPY stream and 39 s with four."
     seed = "004"
     multi_connection = True
+    takes_workers = True
     streams_raw_csv = True
     stream_rows = True
 

@@ -16,6 +16,7 @@ class ConnectionPerRow(Strategy):
     summary = "connect, INSERT one row, commit, disconnect - for every row"
     lesson = "Seed 000: a new connection per row took 7.16 s for 1,000 rows; one connection took 0.144 s."
     seed = "000"
+    batch_sized = False
     transactional = False
     multi_connection = True
 
@@ -44,6 +45,7 @@ class RowAutocommit(Strategy):
     summary = "one connection, one INSERT per row, each its own transaction"
     lesson = "Seed 001: committing every row took 268 s for 10k wide rows; seed 004: 21 min for 1M INSERTs in psql."
     seed = "001, 004"
+    batch_sized = False
     transactional = False
 
     def open(self) -> None:
@@ -70,6 +72,7 @@ class RowTransaction(Strategy):
     summary = "one connection, one INSERT per row, all in one transaction"
     lesson = "Seed 001: one transaction instead of a commit per row: 268 s -> 25 s; seed 004: 21 min -> 73 s."
     seed = "000, 001, 004"
+    batch_sized = False
 
     def open(self) -> None:
         super().open()

@@ -61,6 +61,7 @@ class ScriptAutocommit(_Script):
     summary = "replay each INSERT statement on its own, committed at once (psql's default)"
     lesson = "Seed 004: 1M INSERT statements took 21 min with psql in autocommit."
     seed = "004"
+    batch_sized = False  # statement by statement, as the script has them
     transactional = False
 
 
@@ -71,6 +72,7 @@ class ScriptTransaction(_Script):
     summary = "replay the INSERT statements inside one transaction (psql -1)"
     lesson = "Seed 004: the same script in one transaction: 73 s."
     seed = "004"
+    batch_sized = False  # statement by statement, as the script has them
 
 
 @register
