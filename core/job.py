@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -105,8 +105,11 @@ class LoadJob:
         cancel: CancelToken | None = None,
         resume: bool = False,
         restart: bool = False,
+        dry_run: bool = False,
     ) -> None:
-        self.spec = spec
+        # A check: the whole load in one transaction that is rolled back at the end.
+        self.dry_run = dry_run
+        self.spec = replace(spec, commit=CommitMode.SINGLE) if dry_run else spec
         self.resume = resume  # continue an unfinished per-batch run of this load
         self.restart = restart  # start again from row 1 although an earlier run is unfinished
         self.on_progress = on_progress or (lambda _p: None)
@@ -163,7 +166,7 @@ class LoadJob:
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}")
             for cleaned in janitor.sweep(ctl):
                 self.on_log(cleaned)
-            earlier = self._earlier_run(ctl, plan)
+            earlier = None if self.dry_run else self._earlier_run(ctl, plan)
             if self.spec.commit is CommitMode.PER_BATCH:
                 return self._run_per_batch(cls, dsn, ctl, plan, earlier)
             try:
@@ -229,7 +232,7 @@ class LoadJob:
             self._emit(Phase.PREPARING, force=True)
             created = self._ensure_target(ctl, plan, mode)
             targets, types = self._target_columns(ctl, plan)
-            two_phase = (
+            two_phase = not self.dry_run and (
                 cls.id == "parallel-copy" and mode in (LoadMode.APPEND, LoadMode.CREATE) and supports_two_phase(ctl)
             )
             staged = mode is LoadMode.UPSERT or not cls.transactional or (cls.multi_connection and not two_phase)
@@ -289,7 +292,10 @@ class LoadJob:
                 self._stream_batches(strategy, plan)
             self._emit(Phase.FINISHING, force=True)
             self.cancel.check()
-            strategy.commit()
+            if self.dry_run and not staged:
+                strategy.rollback()  # a check: nothing stays
+            else:
+                strategy.commit()  # a check commits only into the scratch stage, whose move is rolled back
             if raw:
                 self.rows_loaded = self.rows_read = strategy_rows(strategy, self.rows_loaded)
             if staged and stage is not None:
@@ -323,7 +329,7 @@ class LoadJob:
             self._rollback(strategy)
             raise
         else:
-            created = False  # keep the table: the load succeeded
+            created = created and self.dry_run  # keep the table: the load succeeded (a check drops it)
             succeeded = True
         finally:
             if self._rejects is not None and not succeeded:
@@ -697,6 +703,8 @@ class LoadJob:
             if mode is LoadMode.TRUNCATE:
                 ctl.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
             ctl.execute(self._move_sql(stage, ref, cols, mode))
+            if self.dry_run:
+                raise psycopg.Rollback()
 
     def _move_sql(self, stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode) -> sql.Composed:
         """INSERT ... SELECT from the staging table; ON CONFLICT on the key for upsert."""

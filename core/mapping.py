@@ -100,6 +100,35 @@ def default_mapping(
     ]
 
 
+def name_key(name: str) -> str:
+    """How a person matches column names: case, spaces, underscores and hyphens do not count."""
+    return "".join(c for c in name.casefold() if not (c.isspace() or c in "_-"))
+
+
+def match_by_name(source_columns: Sequence[str], target_columns: Sequence[Column]) -> list[ColumnMap]:
+    """Source columns onto an existing table by name only, never by position.
+
+    A source column without a namesake keeps its own name and stays included, so it shows
+    as unmatched (see `unmatched`) until the user picks a target column or skips it.
+    """
+    by_key: dict[str, Column] = {}
+    for c in target_columns:
+        by_key.setdefault(name_key(c.name), c)
+    maps: list[ColumnMap] = []
+    for s in source_columns:
+        col = by_key.get(name_key(s))
+        maps.append(ColumnMap(target=col.name if col else s, source=s, type=col.type if col else "text"))
+    return maps
+
+
+def unmatched(maps: Sequence[ColumnMap], target_columns: Sequence[Column] | None) -> list[ColumnMap]:
+    """Included columns whose target the existing table does not have (none for a new table)."""
+    if target_columns is None:
+        return []
+    names = {c.name for c in target_columns}
+    return [m for m in included(maps) if m.target not in names]
+
+
 def included(maps: Sequence[ColumnMap]) -> list[ColumnMap]:
     return [m for m in maps if m.include]
 

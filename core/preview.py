@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import polars as pl
+from psycopg import sql
 
 from core import mapping as mp
 from core.db import Column, TableRef, connect, list_schemas, list_tables, resolve_dsn, table_columns
+from core.pgtypes import value_converts
+from core.sources.base import BadRecord, Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, SourceOptions
+
+BAD_SHOWN = 50  # malformed records kept for the preview
+EXACT_COUNT_BELOW = 1_000_000  # tables with fewer rows (by the planner's estimate) are counted exactly
 
 
 @dataclass(frozen=True)
@@ -20,6 +28,13 @@ class SourceInfo:
     types: list[str]  # suggested PostgreSQL type per column
     null_seen: list[str] = field(default_factory=list)  # columns where the sniffed NULL marker stood for a gap
     script_tables: list[tuple[str, int]] = field(default_factory=list)  # SQL scripts: (table, rows), file order
+    bad: list[BadRecord] = field(default_factory=list)  # malformed records among the sampled rows, by row
+    rows: int = 0  # rows in the file: exact when `rows_exact`, else estimated from the sample's bytes per row
+    rows_exact: bool = False
+
+    def rows_text(self) -> str:
+        """'7 rows' or 'about 336,800 rows'."""
+        return f"{'' if self.rows_exact else 'about '}{self.rows:,} row{'' if self.rows == 1 else 's'}"
 
     def null_note(self) -> str:
         """The sniffed NULL marker in words, for the source panel ('' when it is PostgreSQL's default)."""
@@ -46,12 +61,79 @@ def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
             encoding=dialect.encoding, null=dialect.null,
             null_columns=getattr(source, "null_columns", None),
         )
-    sample = source.sample(rows)
+    sample, bad, whole = _sample_with_bad(source, rows)
     dtypes = source.dtypes()
     types = [mp.suggested_type(sample[c], dtypes.get(c)) if c in sample.columns else "text" for c in source.columns()]
     seen = [source.columns()[i] for i in getattr(dialect, "null_seen", ()) if i < len(source.columns())]
     tables = [(t.target.display(), t.rows) for t in getattr(source, "tables", [])]
-    return SourceInfo(opts, source.columns(), sample, types, seen, tables)
+    count, exact = _row_count(source, sample, len(bad), whole, tables)
+    return SourceInfo(opts, source.columns(), sample, types, seen, tables, bad[:BAD_SHOWN], count, exact)
+
+
+def _sample_with_bad(source: Source, rows: int) -> tuple[pl.DataFrame, list[BadRecord], bool]:
+    """The first `rows` good rows, the malformed records among them, and whether that was the whole file."""
+    if type(source).sample is not Source.sample:
+        return source.sample(rows), [], False
+    frames: list[pl.DataFrame] = []
+    bad: list[BadRecord] = []
+    have, whole = 0, True
+    for batch in source.batches_with_bad(rows):
+        bad.extend(batch.bad)
+        frames.append(batch.frame)
+        have += batch.frame.height
+        if have >= rows:
+            whole = False
+            break
+    if not frames:
+        return pl.DataFrame({c: pl.Series(c, [], dtype=pl.String) for c in source.columns()}), bad, True
+    frame = (pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]).head(rows)
+    # Keep the bad records that stand before the last good row shown (or anywhere, if that was all).
+    bad.sort(key=lambda b: b.row)
+    kept = [b for i, b in enumerate(bad) if whole or b.row - i < frame.height]
+    return frame, kept, whole and have <= rows
+
+
+def _row_count(
+    source: Source, sample: pl.DataFrame, bad: int, whole: bool, tables: list[tuple[str, int]]
+) -> tuple[int, bool]:
+    if tables:
+        return sum(n for _, n in tables), True
+    if whole:
+        return sample.height + bad, True
+    if source.format == "parquet":
+        try:
+            return int(pl.scan_parquet(source.path).select(pl.len()).collect().item()), True
+        except Exception:  # noqa: BLE001 - fall back to the estimate
+            pass
+    if sample.height == 0:
+        return 0, False
+    # Bytes per row as the file spells them: field text plus a delimiter each (quotes are not counted).
+    text = sample.select(pl.all().cast(pl.String).str.len_bytes().fill_null(0))
+    per_row = (float(text.sum_horizontal().sum()) + sample.width * sample.height) / sample.height
+    return max(sample.height, round(source.size / max(per_row, 1.0))), False
+
+
+def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str]:
+    """One note per column map: the sample values that will not convert to the chosen type ('' if none).
+
+    Checked on the text each value is sent as, the same for every strategy (a quick client-side
+    check; the server has the last word).
+    """
+    notes: list[str] = []
+    for m in maps:
+        if not m.include or m.source is None or m.source not in sample.columns or sample.height == 0:
+            notes.append("")
+            continue
+        values = mp.pg_text(sample[m.source]).drop_nulls()
+        counts = values.value_counts(sort=True)
+        bad = [(str(v), int(n)) for v, n in counts.iter_rows() if not value_converts(str(v), m.type)]
+        if not bad:
+            notes.append("")
+            continue
+        rows = sum(n for _, n in bad)
+        shown = ", ".join(repr(v[:20]) for v, _ in bad[:3]) + (", …" if len(bad) > 3 else "")
+        notes.append(f"{rows} of {sample.height} sample rows not {m.type}: {shown}")
+    return notes
 
 
 def ddl_preview(ref: TableRef, maps: list[ColumnMap]) -> str:
@@ -78,3 +160,46 @@ def inspect_database(dsn: str | None) -> DatabaseInfo:
 def inspect_table(dsn: str | None, ref: TableRef) -> list[Column] | None:
     with connect(resolve_dsn(dsn), autocommit=True) as conn:
         return table_columns(conn, ref)
+
+
+@dataclass(frozen=True)
+class TableSize:
+    rows: int
+    exact: bool  # False: the planner's estimate (pg_class.reltuples) of a big table
+
+    def text(self) -> str:
+        return f"{'' if self.exact else 'about '}{self.rows:,} row{'' if self.rows == 1 else 's'}"
+
+
+def table_size(dsn: str | None, ref: TableRef) -> TableSize | None:
+    """How many rows the table has: counted when small, the planner's estimate when big; None if no table."""
+    with connect(resolve_dsn(dsn), autocommit=True) as conn:
+        qualified = ref.ident().as_string(conn)
+        row = conn.execute(
+            "SELECT c.reltuples::bigint FROM pg_class c WHERE c.oid = to_regclass(%s)", (qualified,)
+        ).fetchone()
+        if row is None:
+            return None
+        estimate = int(row[0])
+        if estimate >= EXACT_COUNT_BELOW:
+            return TableSize(estimate, False)
+        counted = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(ref.ident())).fetchone()
+        return TableSize(int(counted[0]) if counted else 0, True)
+
+
+@dataclass(frozen=True)
+class TableRows:
+    columns: list[str]
+    types: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def first_rows(dsn: str | None, ref: TableRef, limit: int = 1000) -> TableRows:
+    """The first `limit` rows of a table as text, for a read-only look after a load."""
+    with connect(resolve_dsn(dsn), autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("SELECT * FROM {} LIMIT %s").format(ref.ident()), (limit,))
+        desc = cur.description or []
+        rows = cur.fetchall()
+        cols = table_columns(conn, ref) or []
+    types = {c.name: c.type for c in cols}
+    return TableRows([d.name for d in desc], [types.get(d.name, "") for d in desc], rows)
