@@ -39,15 +39,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     report = run_compare(spec, on_progress=progress)
     if tty:
         sys.stderr.write("\n")
+    sample = f"first {spec.sample_rows:,} rows" if spec.sample_rows else "whole file"
+    print(f"round trip {spec.rtt_ms:g} ms (simulated)" if spec.rtt_ms else "round trip: as the connection is",
+          f"· sample: {sample} · {spec.repeat} run(s) each")
     print(f"{'strategy':<20} {'batch':>8} {'workers':>7} {'median rows/s':>14} {'min':>12} {'max':>12} "
           f"{'MB/s':>7} {'ratio':>6}")
     for r in report.results:
         j = r.to_json()
+        batch = f"{r.batch_rows:,}" if r.batch_sized else "—"  # row by row: no batch size
         note = f"  (on {r.reduced_rows:,} rows)" if r.reduced_rows else ""
         if r.error:
-            print(f"{r.strategy:<20} {r.batch_rows:>8} {r.workers:>7}  error: {r.error}")
+            print(f"{r.strategy:<20} {batch:>8} {r.workers:>7}  error: {r.error}")
             continue
-        print(f"{r.strategy:<20} {r.batch_rows:>8} {r.workers:>7} {j['median_rows_per_s']:>14,.0f} "
+        print(f"{r.strategy:<20} {batch:>8} {r.workers:>7} {j['median_rows_per_s']:>14,.0f} "
               f"{j['min_rows_per_s']:>12,.0f} {j['max_rows_per_s']:>12,.0f} {j['median_mb_per_s']:>7.2f} "
               f"{r.ratio_to_fastest:>6.2f}{note}")
     if args.json:

@@ -54,6 +54,15 @@ class CompareResult:
     reduced_rows: int | None = None  # measured on fewer rows to fit the time budget
     error: str | None = None
     ratio_to_fastest: float = 0.0
+    batch_sized: bool = True  # False: the strategy sends row by row; batch_rows only sizes the reads
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.strategy, self.batch_rows, self.workers)
+
+    def snapshot(self) -> CompareResult:
+        """A copy that the run loop no longer mutates (handed to another thread)."""
+        return replace(self, runs=list(self.runs), mb_runs=list(self.mb_runs))
 
     @property
     def median_rows_per_s(self) -> float:
@@ -67,7 +76,7 @@ class CompareResult:
             "max_rows_per_s": round(max(self.runs), 1) if self.runs else 0.0,
             "median_mb_per_s": round(statistics.median(self.mb_runs), 3) if self.mb_runs else 0.0,
             "runs": len(self.runs), "rows": self.rows, "ratio_to_fastest": round(self.ratio_to_fastest, 4),
-            "reduced_rows": self.reduced_rows, "error": self.error,
+            "reduced_rows": self.reduced_rows, "error": self.error, "batch_sized": self.batch_sized,
         }
 
 
@@ -82,23 +91,42 @@ class CompareReport:
                 "sample_rows": self.sample_rows}
 
     def to_csv(self, path: str | Path) -> None:
-        rows = [r.to_json() for r in self.results]
+        """One line per result, each with the comparison's round trip and sample size."""
+        rows = [{**r.to_json(), "rtt_ms": self.rtt_ms, "sample_rows": self.sample_rows} for r in self.results]
         with open(path, "w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["strategy"])
             w.writeheader()
             w.writerows(rows)
 
 
-def _combinations(spec: CompareSpec, is_sql: bool) -> list[CompareResult]:
+def combinations(spec: CompareSpec, is_sql: bool = False) -> list[CompareResult]:
+    """One result per (strategy, batch rows, workers) that can differ on the wire.
+
+    A strategy that sends row by row runs once, not once per batch size (its batch_rows, the
+    largest asked, only sizes the reads); one without a worker pool runs on one connection.
+    """
     out = []
     for sid in spec.strategies:
         cls = get_strategy(sid)
         if cls.script_only and not is_sql:
             raise ConfigError(f"{sid} replays INSERT scripts; the source is not one")
-        for batch in spec.batch_rows:
-            for workers in spec.workers if sid == "parallel-copy" else [1]:
-                out.append(CompareResult(sid, batch, workers))
+        for batch in spec.batch_rows if cls.batch_sized else [max(spec.batch_rows)]:
+            for workers in spec.workers if cls.takes_workers else [1]:
+                out.append(CompareResult(sid, batch, max(1, workers), batch_sized=cls.batch_sized))
     return out
+
+
+def rank(results: list[CompareResult]) -> None:
+    """Set each result's ratio to the fastest median among them."""
+    best = max((r.median_rows_per_s for r in results if r.runs), default=0.0)
+    for r in results:
+        r.ratio_to_fastest = r.median_rows_per_s / best if best else 0.0
+
+
+def describe(r: CompareResult) -> str:
+    """'copy-csv · 10,000', 'parallel-copy ×4 · 10,000', 'row-transaction' (no batch size)."""
+    workers = f" ×{r.workers}" if r.workers > 1 else ""
+    return f"{r.strategy}{workers}" + (f" · {r.batch_rows:,}" if r.batch_sized else "")
 
 
 def _write_sample(base: LoadSpec, rows: int, folder: Path) -> tuple[SourceOptions, int]:
@@ -158,9 +186,12 @@ def run_compare(
     spec: CompareSpec,
     *,
     on_progress: Callable[[str, int, int], None] | None = None,
+    on_result: Callable[[CompareResult], None] | None = None,
     cancel: CancelToken | None = None,
 ) -> CompareReport:
-    """on_progress(message, runs_done, runs_total)."""
+    """on_progress(message, runs_done, runs_total) before each run; on_result(result) after each run
+    (or failure) of a combination, with a snapshot of its runs so far, so a view can fill in as it goes.
+    Both are called on the thread running the comparison."""
     cancel = cancel or CancelToken()
     dsn = resolve_dsn(spec.base.dsn)
     relay = None
@@ -190,7 +221,7 @@ def run_compare(
                     scratch.ident(), ref.ident()))
             else:
                 ctl.execute(mp.create_table_sql(scratch, maps))
-            results = _combinations(spec, plan.source.format == "sql")
+            results = combinations(spec, plan.source.format == "sql")
             total = len(results) * spec.repeat
             done = 0
             limits: dict[str, int | None] = {}
@@ -206,7 +237,7 @@ def run_compare(
                         target=replace(base.target, table=scratch.name, schema=scratch.schema, mode=LoadMode.APPEND),
                     )
                     if on_progress:
-                        on_progress(f"run {rep + 1}/{spec.repeat}: {res.strategy} batch {res.batch_rows}", done, total)
+                        on_progress(f"run {rep + 1}/{spec.repeat}: {describe(res)}", done, total)
                     try:
                         _one_run(ctl, scratch, run_spec, res, limits, spec.budget_s, cancel)
                     except Cancelled:
@@ -214,9 +245,9 @@ def run_compare(
                     except SluiceError as exc:
                         res.error = str(exc)
                     done += 1
-            best = max((r.median_rows_per_s for r in results if r.runs), default=0.0)
-            for r in results:
-                r.ratio_to_fastest = r.median_rows_per_s / best if best else 0.0
+                    if on_result:
+                        on_result(res.snapshot())
+            rank(results)
             if on_progress:
                 on_progress("done", total, total)
             return CompareReport(results, spec.rtt_ms, spec.sample_rows)
