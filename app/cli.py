@@ -188,8 +188,15 @@ def cmd_server(action: str) -> int:
     elif action == "stop":
         print("stopped" if stop_embedded() else "not running")
     else:
-        running = (data_dir() / "pg" / "postmaster.pid").exists()
+        from core.embedded import connection_help, is_running
+
+        running = is_running()
         print(f"{'running' if running else 'stopped'}: {data_dir() / 'pg'}")
+        if running:
+            for line in connection_help(embedded_uri()):
+                print(line)
+        else:
+            print("`python -m app server start` starts it (any load or the window does too)")
     return EXIT_OK
 
 

