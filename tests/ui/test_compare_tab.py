@@ -12,7 +12,7 @@ from psycopg import sql
 
 from core import profile
 from core.errors import ConfigError
-from ui.compare_tab import parse_counts
+from ui.compare_tab import CompareModel, CompareSession, parse_counts, strategy_colour
 
 
 def _csv(path: Path, rows: int) -> Path:
@@ -69,15 +69,22 @@ def test_compare_three_strategies_then_export_and_apply(
     tab.set_repeat(1)
     tab.set_rtt(0)
     with qtbot.waitSignal(tab.finished, timeout=120_000) as blocker:
-        tab.start()
-        assert not tab.batch_edit.isEnabled() and not tab.strategy_list.isEnabled()
-        assert tab.stop_btn.isEnabled() and not tab.run_btn.isEnabled()
+        with qtbot.waitSignal(tab.result_added, timeout=120_000) as first:
+            tab.start()
+            assert not tab.batch_edit.isEnabled() and not tab.strategy_list.isEnabled()
+            assert tab.stop_btn.isEnabled() and not tab.run_btn.isEnabled()
+        # the first run is in the table before the comparison ends
+        assert tab.stop_btn.isEnabled() and tab.report is None
+        assert tab.model.rowCount() >= 1 and first.args[1].key in {r.key for r in tab.model.results}
+        assert first.args[0] is tab.sessions[-1] and first.args[0].state == "running"
     report = blocker.args[0]
     assert tab.report is report
     assert tab.run_btn.isEnabled() and tab.batch_edit.isEnabled() and not tab.stop_btn.isEnabled()
-    combos = {(r.strategy, r.batch_rows) for r in report.results}
-    assert combos == {(s, b) for s in ("row-transaction", "executemany", "copy-csv") for b in (100, 1000)}
-    assert len(report.results) == 6
+    combos = {(r.strategy, r.batch_rows, r.workers) for r in report.results}
+    # row by row has no batch size: it runs once (reading in the largest batch asked)
+    assert combos == {("row-transaction", 1000, 1)} | {(s, b, 1) for s in ("executemany", "copy-csv")
+                                                       for b in (100, 1000)}
+    assert len(report.results) == 5
     for r in report.results:
         assert r.error is None and len(r.runs) == 1 and r.median_rows_per_s > 0 and r.rows == 3000
     assert max(r.ratio_to_fastest for r in report.results) == pytest.approx(1.0)
@@ -86,26 +93,36 @@ def test_compare_three_strategies_then_export_and_apply(
     assert w.messages == []
 
     # table and charts
-    assert tab.model.rowCount() == 6
+    assert tab.model.rowCount() == 5
     qtmodeltester.check(tab.model)
-    assert len(tab.charts.line_plot.listDataItems()) == 3  # one line per strategy
-    assert tab.charts.bar_item is not None and len(tab.charts.bar_item.opts["width"]) == 6
+    batch_of = {tab.proxy.data(tab.proxy.index(i, CompareModel.COL_STRATEGY)):
+                tab.proxy.data(tab.proxy.index(i, CompareModel.COL_BATCH)) for i in range(5)}
+    assert batch_of["row-transaction"] == "—"
+    assert {tab.proxy.data(tab.proxy.index(i, CompareModel.COL_RTT)) for i in range(5)} == {"0 ms"}
+    assert {tab.proxy.data(tab.proxy.index(i, CompareModel.COL_ROWS)) for i in range(5)} == {"3,000"}
+    assert len(tab.charts.line_plot.listDataItems()) == 3  # one line per strategy (row by row: flat)
+    assert tab.charts.bar_item is not None and len(tab.charts.bar_item.opts["width"]) == 5
     assert tab.charts.error_item is not None
+    assert len(tab.charts.value_labels) == 5  # every bar says its rate, even one too short to see
+    assert all("," in lab.textItem.toPlainText() or float(lab.textItem.toPlainText()) < 1000
+               for lab in tab.charts.value_labels)
     assert "Fastest" in tab.status.text()
+    assert "round trip 0 ms" in tab.shown_label.text() and "first 100,000 rows" in tab.shown_label.text()
 
     # exports
     out_csv, out_png = tmp_path / "cmp.csv", tmp_path / "cmp.png"
     tab.export_csv(str(out_csv))
     lines = out_csv.read_text().splitlines()
-    assert lines[0].startswith("strategy,") and len(lines) == 7
+    assert lines[0].startswith("strategy,") and len(lines) == 6
+    assert lines[0].endswith("session,rtt_ms,sample_rows")
     tab.export_png(str(out_png))
     assert out_png.stat().st_size > 1000 and out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # Apply the selected row to the Load tab
     w.tabs.setCurrentWidget(tab)
     rows = [tab.proxy.index(i, 0) for i in range(tab.proxy.rowCount())]
-    pick = next(i for i in rows
-                if tab.proxy.data(i) == "executemany" and tab.proxy.data(i.siblingAtColumn(1)) == "100")
+    pick = next(i for i in rows if tab.proxy.data(i.siblingAtColumn(CompareModel.COL_STRATEGY)) == "executemany"
+                and tab.proxy.data(i.siblingAtColumn(CompareModel.COL_BATCH)) == "100")
     tab.table.selectRow(pick.row())
     assert tab.selected_result() is not None and tab.selected_result().batch_rows == 100
     tab.apply_btn.click()
@@ -114,10 +131,11 @@ def test_compare_three_strategies_then_export_and_apply(
     assert w.tabs.tabText(w.tabs.currentIndex()) == "Load"
 
 
-def test_compare_over_a_simulated_round_trip(
+def test_two_sessions_side_by_side_at_0_and_20_ms(
     qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
 ) -> None:
-    """At 20 ms per round trip, row by row cannot pass 50 rows/s; one pipelined batch goes far faster."""
+    """Each comparison is a session; at 20 ms per round trip row by row cannot pass 50 rows/s while one
+    pipelined batch goes far faster; both sessions shown together keep one colour per strategy."""
     w = window
     table = table_name("cmprtt")
     _set_up(qtbot, w, conn, table, _csv(tmp_path / "few.csv", 60))
@@ -125,16 +143,49 @@ def test_compare_over_a_simulated_round_trip(
     tab.set_strategies(["row-transaction", "executemany"])
     tab.set_batch_sizes([60])
     tab.set_repeat(1)
-    tab.set_rtt(20)
-    with qtbot.waitSignal(tab.finished, timeout=120_000) as blocker:
-        tab.start()
-    report = blocker.args[0]
-    assert report.rtt_ms == 20
-    rates = {r.strategy: r.median_rows_per_s for r in report.results}
-    assert all(r.error is None and r.rows == 60 for r in report.results)
+    ended: list[CompareSession] = []
+    tab.comparison_finished.connect(ended.append)
+    for rtt in (0, 20):
+        tab.set_rtt(rtt)
+        with qtbot.waitSignal(tab.finished, timeout=120_000) as blocker:
+            tab.start()
+        assert blocker.args[0].rtt_ms == rtt
+    fast, slow = tab.sessions
+    assert ended == [fast, slow] and fast.state == slow.state == "done"
+    assert (fast.name, slow.name) == ("#1 · 0 ms", "#2 · 20 ms")
+    assert slow.settings["rtt_ms"] == 20 and slow.sample_rows == 100_000 and slow.report is tab.report
+    assert "round trip 20 ms" in slow.settings_text() and "first 100,000 rows" in slow.settings_text()
+    rates = {r.strategy: r.median_rows_per_s for r in slow.result_list()}
+    assert all(r.error is None and r.rows == 60 for r in slow.result_list())
     assert 0 < rates["row-transaction"] <= 1000 / 20 * 1.05  # the relay is really in the path
     assert rates["executemany"] > 5 * rates["row-transaction"]
     assert _count(conn, table) == 5 and _scratch_tables(conn) == 0
+
+    # the newest shows alone; tick the first to put them side by side
+    assert tab.shown_sessions() == [slow] and tab.model.rowCount() == 2
+    assert tab.table.isColumnHidden(CompareModel.COL_SESSION)
+    tab.session_list.item(0).setCheckState(__import__("PySide6").QtCore.Qt.CheckState.Checked)
+    assert tab.shown_sessions() == [fast, slow] and tab.model.rowCount() == 4
+    assert not tab.table.isColumnHidden(CompareModel.COL_SESSION)
+    rtts = sorted(tab.proxy.data(tab.proxy.index(i, CompareModel.COL_RTT)) for i in range(4))
+    assert rtts == ["0 ms", "0 ms", "20 ms", "20 ms"]
+    assert "#1 · 0 ms" in tab.shown_label.text() and "#2 · 20 ms" in tab.shown_label.text()
+    bars = tab.charts.bar_item
+    assert bars is not None and len(bars.opts["width"]) == 4
+    # bars grouped by combination, one per session; a strategy keeps its colour in both sessions
+    colours = [b.color().name() for b in bars.opts["brushes"]]
+    assert colours == [strategy_colour("row-transaction")] * 2 + [strategy_colour("executemany")] * 2
+    assert bars.opts["brushes"][0].style() != bars.opts["brushes"][1].style()  # sessions differ by pattern
+    ticks = [t for _, t in tab.charts.bar_plot.getAxis("left")._tickLevels[0]]
+    assert ticks[0].endswith("[#1 · 0 ms]") and ticks[1].endswith("[#2 · 20 ms]")
+    assert len(tab.charts.line_plot.listDataItems()) == 4
+    # a log axis for rates that differ a hundredfold; every bar keeps its label
+    tab.log_check.setChecked(True)
+    assert tab.charts.log_scale and len(tab.charts.value_labels) == 4
+    assert tab.charts.bar_plot.getAxis("bottom").logMode
+    # renaming a session renames it everywhere
+    tab.session_list.item(1).setText("office VPN")
+    assert slow.name == "office VPN" and "office VPN" in tab.shown_label.text()
     assert w.messages == []
 
 
@@ -146,12 +197,13 @@ def test_results_sort_by_median(qtbot: Any, window: Any) -> None:
                             CompareResult("unnest", 1000, 1, 10, runs=[5000.0]),
                             CompareResult("executemany", 1000, 1, 10, error="boom")], 0.0, None)
     tab.model.set_results(report.results)
-    tab.table.sortByColumn(3, __import__("PySide6").QtCore.Qt.SortOrder.DescendingOrder)
-    order = [tab.proxy.data(tab.proxy.index(i, 0)) for i in range(3)]
+    tab.table.sortByColumn(CompareModel.COL_MEDIAN, __import__("PySide6").QtCore.Qt.SortOrder.DescendingOrder)
+    order = [tab.proxy.data(tab.proxy.index(i, CompareModel.COL_STRATEGY)) for i in range(3)]
     assert order == ["unnest", "copy-csv", "executemany"]
-    assert tab.proxy.data(tab.proxy.index(2, 8)) == "error: boom"
+    assert tab.proxy.data(tab.proxy.index(2, CompareModel.COL_NOTE)) == "error: boom"
     tab.charts.show_report(report)
     assert len(tab.charts.line_plot.listDataItems()) == 2  # the failed one has nothing to draw
+    assert [lab.textItem.toPlainText().strip() for lab in tab.charts.value_labels] == ["950", "5,000", "failed"]
 
 
 def test_stop_cancels_a_slow_comparison(
@@ -168,9 +220,11 @@ def test_stop_cancels_a_slow_comparison(
     tab.set_budget(600)
     with qtbot.waitSignal(tab.progressed, timeout=60_000):
         tab.start()
-    with qtbot.waitSignal(tab.cancelled, timeout=60_000):
+    with qtbot.waitSignal(tab.comparison_finished, timeout=60_000) as ended:
         tab.stop()
     assert tab.report is None
+    assert ended.args[0] is tab.sessions[-1] and ended.args[0].state == "stopped"
+    assert tab.session_list.item(0).text().endswith("(stopped)")
     assert tab.run_btn.isEnabled() and tab.batch_edit.isEnabled() and not tab.stop_btn.isEnabled()
     assert "Stopped" in tab.status.text()
     assert _count(conn, table) == 5

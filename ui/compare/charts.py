@@ -1,0 +1,211 @@
+"""The Compare tab's charts: median rows/s per combination (bars, min–max whiskers) and rows/s by batch size.
+
+A strategy has one colour everywhere (session.strategy_colour); sessions shown side by side differ by
+bar pattern and line style. Every bar carries its value, so a bar too short to see still reads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from core.compare import CompareReport, CompareResult, describe
+from ui.compare.session import CompareSession, strategy_colour
+
+DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
+PATTERNS = (Qt.BrushStyle.SolidPattern, Qt.BrushStyle.BDiagPattern, Qt.BrushStyle.Dense4Pattern,
+            Qt.BrushStyle.CrossPattern)
+SYMBOLS = ("o", "s", "t", "d")
+
+Shown = list[tuple[CompareSession | None, list[CompareResult]]]
+
+
+def _rate(v: float) -> str:
+    return f"{v:,.0f}" if v >= 10 else f"{v:,.1f}"
+
+
+class RateAxis(pg.AxisItem):  # type: ignore[misc]
+    """Rows/s as 120,000 rather than 1.2e+05 or a scaled "(x1000)" label; in log mode 1,000 / 2,000 / 5,000."""
+
+    def __init__(self, orientation: str) -> None:
+        super().__init__(orientation)
+        self.enableAutoSIPrefix(False)
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+        if self.logMode:
+            out = []
+            for v in values:
+                lead = 10 ** (v - math.floor(v + 1e-9))
+                keep = spacing is not None or any(abs(lead - d) < 1e-3 for d in (2.0, 5.0))
+                out.append(_rate(10**v) if keep else "")
+            return out
+        if spacing < 1:
+            return list(super().tickStrings(values, scale, spacing))
+        return [f"{v * scale:,.0f}" for v in values]
+
+
+class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
+    """Bars of median rows/s with min–max whiskers, and rows/s against batch size (log x); a heading names
+    each shown session's round trip and sample. set_log_scale() puts the rates on a log axis."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setBackground("w")
+        self.heading = self.addLabel("", row=0, col=0, colspan=3, color="#333", size="9pt")
+        # Units live in the titles, not in rotated axis labels that collide with the ticks.
+        self.bar_plot = self.addPlot(row=1, col=0, title="Median rows/s (whiskers: min–max)",
+                                     axisItems={"bottom": RateAxis("bottom")})
+        self.bar_plot.showGrid(x=True, alpha=0.3)
+        self.line_plot = self.addPlot(row=1, col=1, title="Median rows/s by batch size",
+                                      axisItems={"left": RateAxis("left")})
+        self.line_plot.setLabel("bottom", "batch rows (log scale)")
+        self.line_plot.setLogMode(x=True, y=False)
+        self.line_plot.showGrid(x=True, y=True, alpha=0.3)
+        left = self.line_plot.getAxis("left")
+        left.setWidth(QFontMetrics(left.font()).horizontalAdvance("10,000,000") + 12)  # no jump at first paint
+        # The legend sits beside the plot, not over the lines.
+        self.legend = pg.LegendItem(labelTextSize="8pt")
+        self.addItem(self.legend, row=1, col=2)
+        self.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
+        self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.ci.layout.setColumnStretchFactor(0, 5)
+        self.ci.layout.setColumnStretchFactor(1, 5)
+        self.bar_item: pg.BarGraphItem | None = None
+        self.error_item: pg.ErrorBarItem | None = None
+        self.value_labels: list[pg.TextItem] = []
+        self.log_scale = False
+        self._shown: Shown = []
+
+    # -- entry points -----------------------------------------------------------------------
+
+    def set_log_scale(self, on: bool) -> None:
+        self.log_scale = on
+        self._draw()
+
+    def show_sessions(self, sessions: list[CompareSession]) -> None:
+        self._shown = [(s, s.result_list()) for s in sessions]
+        self._draw()
+
+    def show_report(self, report: CompareReport) -> None:
+        """One report outside any session."""
+        self._shown = [(None, list(report.results))]
+        self._draw()
+
+    def clear_charts(self) -> None:
+        self.bar_plot.clear()
+        self.line_plot.clear()
+        self.legend.clear()
+        self.bar_item = self.error_item = None
+        self.value_labels = []
+        self.bar_plot.getAxis("left").setTicks(None)
+        self.line_plot.getAxis("bottom").setTicks(None)
+
+    # -- drawing --------------------------------------------------------------------------------
+
+    def _draw(self) -> None:
+        self.clear_charts()
+        named = [s for s, _ in self._shown if s is not None]
+        self.heading.setText("   |   ".join(f"<b>{s.name}</b>: {s.settings_text()}" for s in named))
+        self.bar_plot.setLogMode(x=self.log_scale, y=False)
+        self.line_plot.setLogMode(x=True, y=self.log_scale)
+        bars = [(k, s, r) for k, (s, rs) in enumerate(self._shown) for r in rs]
+        if not bars:
+            return
+        self._bars(bars, multi=len(self._shown) > 1)
+        done = [(k, s, r) for k, s, r in bars if r.runs]
+        if done:
+            self._lines(done, multi=len(self._shown) > 1)
+
+    def _x(self, v: float, floor: float) -> float:
+        """A rate's place on the bar chart's x axis (log10 in log mode, where bars start at `floor`)."""
+        return math.log10(max(v, floor)) if self.log_scale else v
+
+    def _bars(self, bars: list[tuple[int, CompareSession | None, CompareResult]], multi: bool) -> None:
+        # Horizontal bars, grouped by combination with one bar per session, first on top.
+        order = list(dict.fromkeys(r.key for _, _, r in bars))
+        bars = sorted(bars, key=lambda b: (order.index(b[2].key), b[0]))
+        ys: list[float] = []
+        y = 0.0
+        for i, (_, _, r) in enumerate(bars):
+            if i and multi and r.key != bars[i - 1][2].key:
+                y -= 0.5  # a gap between groups
+            ys.append(y)
+            y -= 1.0
+        ok = [r.runs for _, _, r in bars if r.runs]
+        lows = [min(runs) for runs in ok if min(runs) > 0] or [1.0]
+        floor = 10 ** math.floor(math.log10(min(lows)))
+        base = self._x(floor, floor)
+        med = [self._x(r.median_rows_per_s, floor) if r.runs else base for _, _, r in bars]
+        lo = [self._x(min(r.runs), floor) if r.runs else base for _, _, r in bars]
+        hi = [self._x(max(r.runs), floor) if r.runs else base for _, _, r in bars]
+        colours = [QColor(strategy_colour(r.strategy)) for _, _, r in bars]
+        brushes = [QBrush(c, PATTERNS[k % len(PATTERNS)]) for c, (k, _, _) in zip(colours, bars)]
+        pens = [pg.mkPen(c, width=1) for c in colours]
+        x0 = base if self.log_scale else 0.0
+        self.bar_item = pg.BarGraphItem(x0=x0, y=np.array(ys), height=0.7, width=np.array(med) - x0,
+                                        brushes=brushes, pens=pens)
+        self.error_item = pg.ErrorBarItem(x=np.array(med), y=np.array(ys), left=np.array(med) - np.array(lo),
+                                          right=np.array(hi) - np.array(med), beam=0.25,
+                                          pen=pg.mkPen("#333", width=1))
+        self.bar_plot.addItem(self.bar_item)
+        self.bar_plot.addItem(self.error_item)
+        font = QFont()
+        font.setPointSize(8)
+        for (_, _, r), yy, right in zip(bars, ys, hi):
+            text = _rate(r.median_rows_per_s) if r.runs else ("failed" if r.error else "…")
+            label = pg.TextItem(" " + text, color="#c00" if r.error else "#222", anchor=(0, 0.5))
+            label.setFont(font)
+            label.setPos(right, yy)
+            self.bar_plot.addItem(label)
+            self.value_labels.append(label)
+        axis = self.bar_plot.getAxis("left")
+        labels = [describe(r) + (f"  [{s.name}]" if multi and s is not None else "") for _, s, r in bars]
+        axis.setTicks([[(yy, text) for yy, text in zip(ys, labels)]])
+        axis.setWidth(max(QFontMetrics(axis.font()).horizontalAdvance(t) for t in labels) + 14)
+        self.bar_plot.setYRange(min(ys) - 0.6, 0.6, padding=0)
+        top = max(hi)
+        # room on the right for the value beside the longest bar
+        self.bar_plot.setXRange(x0, top + max(top - x0, 1e-9) * 0.25, padding=0)
+
+    def _lines(self, done: list[tuple[int, CompareSession | None, CompareResult]], multi: bool) -> None:
+        series: dict[tuple[int, str, int], list[CompareResult]] = {}
+        for k, _, r in done:
+            series.setdefault((k, r.strategy, r.workers), []).append(r)
+        names = {k: (s.name if s is not None else "") for k, s, _ in done}
+        sized = sorted({r.batch_rows for _, _, r in done if r.batch_sized} or {r.batch_rows for _, _, r in done})
+        workers = sorted({r.workers for _, _, r in done})
+        for (k, strategy, n), rs in series.items():
+            rs.sort(key=lambda r: r.batch_rows)
+            colour = strategy_colour(strategy)
+            style = DASHES[k % len(DASHES)]
+            name = strategy + (f" ×{n}" if n > 1 else "")
+            if rs[0].batch_sized:
+                xs, ys = [float(r.batch_rows) for r in rs], [r.median_rows_per_s for r in rs]
+                curve = self.line_plot.plot(xs, ys, pen=pg.mkPen(colour, width=2, style=style),
+                                            symbol=SYMBOLS[workers.index(n) % len(SYMBOLS)], symbolSize=7,
+                                            symbolBrush=colour, symbolPen=None)
+            else:
+                # row by row: one rate whatever the batch size, drawn flat across the sizes measured
+                xs = [float(sized[0]), float(sized[-1])]
+                curve = self.line_plot.plot(xs, [rs[0].median_rows_per_s] * 2,
+                                            pen=pg.mkPen(colour, width=2, style=style))
+                name += " (row by row)"
+            self.legend.addItem(curve, name + (f" [{names[k]}]" if multi and names[k] else ""))
+        # Ticks at the batch sizes measured; log mode places them at log10(x).
+        self.line_plot.getAxis("bottom").setTicks([[(float(np.log10(b)), f"{b:,}") for b in sized], []])
+        lo, hi = float(np.log10(sized[0])), float(np.log10(sized[-1]))
+        pad = 0.08 * (hi - lo) if hi > lo else 0.5  # room for the end labels
+        self.line_plot.setXRange(lo - pad, hi + pad, padding=0)
+        rates = [r.median_rows_per_s for _, _, r in done]
+        if self.log_scale:
+            low = math.log10(max(min(rates), 1e-3))
+            high = math.log10(max(max(rates), 1e-3))
+            span = max(high - low, 0.5)
+            self.line_plot.setYRange(low - 0.1 * span, high + 0.1 * span, padding=0)
+        else:
+            self.line_plot.setYRange(0, max(rates) * 1.08, padding=0)
