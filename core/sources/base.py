@@ -46,6 +46,7 @@ class RawChunk:
 
     data: bytes
     bytes_read: int
+    odd: bool = False  # may hold a bare quote: only the field-aware reader reads it as written
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,8 @@ class CsvSource(Source):
             buf = buf + data if buf else data
             if len(buf) < chunk_bytes:
                 continue
-            cut = record_cut(buf, q, scanned) if bare_quote_at(buf, d, q) < 0 else _field_cut(buf, d, q)
+            odd = has_bare_quote(buf, d, q)
+            cut = _field_cut(buf, d, q) if odd else record_cut(buf, q, scanned)
             if cut == 0:  # one record longer than a chunk: keep reading, up to a limit
                 if len(buf) > MAX_RECORD_BYTES:
                     raise self._runaway(buf, consumed)
@@ -191,14 +192,15 @@ class CsvSource(Source):
                 continue
             scanned = 0
             consumed += cut
-            yield RawChunk(buf[:cut], self._progress(consumed))
+            yield RawChunk(buf[:cut], self._progress(consumed), odd)
             buf = buf[cut:]
         if buf:
-            if not tolerant and q and buf.count(q) % 2 and bare_quote_at(buf, d, q) < 0:
+            odd = has_bare_quote(buf, d, q)
+            if not tolerant and q and buf.count(q) % 2 and not odd:
                 raise self._unclosed(buf, consumed)
             if not buf.endswith(b"\n"):
                 buf += b"\n"
-            yield RawChunk(buf, self.size)
+            yield RawChunk(buf, self.size, odd)
 
     def _progress(self, consumed: int) -> int:
         return min(self.size, max(0, consumed + self._header_end + self.dialect.bom_bytes))
@@ -285,7 +287,8 @@ class CsvSource(Source):
         return frame
 
     def parse_records(
-        self, data: bytes, first_row: int, first_line: int, offset: int, *, final: bool = True
+        self, data: bytes, first_row: int, first_line: int, offset: int, *, final: bool = True,
+        odd: bool | None = None,
     ) -> tuple[pl.DataFrame, list[BadRecord]]:
         """Whole records (row `first_row` on, from line `first_line`, at `offset` of the data
         stream) as a frame of the good ones plus the malformed ones.
@@ -295,7 +298,7 @@ class CsvSource(Source):
         taken apart record by record.
         """
         q = self.dialect.quote.encode()
-        if bare_quote_at(data, self.dialect.delimiter.encode(), q) >= 0:
+        if odd if odd is not None else has_bare_quote(data, self.dialect.delimiter.encode(), q):
             return self._parse_fields(data, first_row, first_line, offset)
         if b"\x00" not in data and not (final and q and data.count(q) % 2):
             try:
@@ -457,7 +460,7 @@ class CsvSource(Source):
             row, line, offset = 0, 1 + self._header_lines, 0
             for chunk in self.raw_chunks(tolerant=True):
                 frame, bad = self.parse_records(
-                    chunk.data, row, line, offset, final=chunk.bytes_read >= self.size
+                    chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd
                 )
                 yield frame, chunk.bytes_read, bad
                 row += frame.height + len(bad)
@@ -534,7 +537,7 @@ def split_records(
     `closed` is False for a last record that ends inside a quoted field. Data holding a
     bare quote (given the delimiter) is split as scan_records reads it.
     """
-    if delimiter and bare_quote_at(data, delimiter, quote) >= 0:
+    if delimiter and has_bare_quote(data, delimiter, quote):
         for line, start, end, closed, _fields in scan_records(data, delimiter, quote, first_line):
             yield line, start, end, closed
         return
@@ -593,18 +596,18 @@ def _quote_classes(delimiter: bytes, quote: bytes) -> bytes:
     return bytes(table)
 
 
-def bare_quote_at(data: bytes, delimiter: bytes, quote: bytes) -> int:
-    """Offset of the first quote that neither opens, closes nor doubles a quoted field, or -1.
+def has_bare_quote(data: bytes, delimiter: bytes, quote: bytes) -> bool:
+    """True when some quote neither opens, closes nor doubles a quoted field.
 
     Such a quote (37°36'37.8"N, or text after a closing quote as in "a"b) is where
     PostgreSQL's CSV reader, which lets a quote toggle quoting anywhere, and a reader
-    that quotes only whole fields part ways. One C pass: bytes are mapped to three
-    classes and a quote between two ordinary bytes is looked for.
+    that quotes only whole fields part ways. Bytes are mapped to three classes in one C
+    pass, and polars (memchr, without the GIL) looks for a quote between two ordinary bytes.
     """
     if not quote or len(quote) != 1 or len(delimiter) != 1 or quote not in data:
-        return -1
-    at = data.translate(_quote_classes(delimiter, quote)).find(b'a"a')
-    return at + 1 if at >= 0 else -1
+        return False
+    classes = data.translate(_quote_classes(delimiter, quote))
+    return bool(pl.Series([classes], dtype=pl.Binary).bin.contains(b'a"a').item())
 
 
 def scan_records(

@@ -10,6 +10,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
+from core.strategies.arrow_binary import ArrowEncoder, arrow_columns
 from core.strategies.base import Strategy, WriteFailed, register
 from core.strategies.binary_values import converters_for
 
@@ -161,11 +162,42 @@ class CopyBinary(_CopyStrategy):
     def open(self) -> None:
         super().open()
         self._convert = converters_for(self.ctx.types, self.ctx.columns)
+        columns = arrow_columns(self.ctx.columns, self.ctx.types)
+        self._arrow = ArrowEncoder(columns) if columns is not None else None
+        self._row_mode = False
+        self._told = False
+        if self._arrow is None:
+            self.ctx.log("copy-binary: a column type has no exact Arrow form (unconstrained numeric, real, "
+                         "arrays, enums, domains...): values are converted one by one")
 
     def _prepare(self, copy: psycopg.Copy, cur: psycopg.Cursor[Any]) -> None:
         copy.set_types([c.wire_type for c in self._convert])
+        self._row_mode = False
+        if self._arrow is not None:
+            copy.write(self._arrow.header())  # psycopg then leaves the header (and trailer) to us
 
     def _send(self, copy: psycopg.Copy, frame: pl.DataFrame) -> None:
+        data = self._arrow.encode(frame) if self._arrow is not None else None
+        if data is not None:
+            copy.write(data)
+            return
+        if self._arrow is not None and not self._told:
+            self._told = True
+            self.ctx.log("copy-binary: a batch holds values polars does not read exactly as PostgreSQL does "
+                         "(e.g. infinity, 24:00, rounding decimals); such batches are converted value by value")
+        self._row_mode = True  # psycopg writes the trailer when the COPY ends
         cols = [conv.column(frame.get_column(name)) for conv, name in zip(self._convert, frame.columns)]
         for row in zip(*cols):
             copy.write_row(row)
+
+    def flush(self) -> None:
+        if self._copy is not None and self._arrow is not None and not self._row_mode:
+            try:
+                self._copy.write(_BINARY_TRAILER)
+            except psycopg.Error as exc:
+                self._stack = self._copy = None
+                raise WriteFailed(exc, copy_error_row(exc)) from exc
+        super().flush()
+
+
+_BINARY_TRAILER = b"\xff\xff"

@@ -1,0 +1,191 @@
+"""Typed Arrow batches for binary COPY: text parsed column-wise by polars, encoded by pgpq.
+
+Mapped batches are PostgreSQL input text. For each target column whose type has an exact
+Arrow counterpart, polars parses the whole column at once (in Rust, without the GIL) and
+pgpq (an Arrow-to-PostgreSQL binary COPY encoder written in Rust) encodes the batch.
+
+A value is typed here only where polars reads it exactly as PostgreSQL would: strict
+shapes (ISO dates, timestamps with at most microseconds, plain integers and decimals)
+and nothing the server would round, clamp or refuse. Any other value (`infinity` dates,
+`1e400`, a boolean spelled `tr`, an hour `24:00`) leaves the parsed column with a null
+where the text had a value, and that batch goes through the per-value text converters
+instead (core.strategies.binary_values), in the same COPY stream.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+# Shapes polars parses exactly as PostgreSQL does (anything else goes to the text converters).
+_TS = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
+_TSTZ = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$"
+_DATE = r"^\d{4}-\d{2}-\d{2}$"
+_TIME = r"^\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
+_UUID = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+_FLOAT_WORD = r"(?i)^[+-]?(inf|infinity|nan)$"
+_NONZERO_MANTISSA = r"^[^eE]*[1-9]"
+_BOOL = {"t": True, "true": True, "yes": True, "y": True, "on": True, "1": True,
+         "f": False, "false": False, "no": False, "n": False, "off": False, "0": False}
+_BASE = re.compile(r"^([a-z ]+?)\s*(\((\d+)(?:\s*,\s*(\d+))?\))?$")
+
+
+def _where(s: pl.Series, pattern: str, parsed: pl.Series) -> pl.Series:
+    """`parsed` where the text has the exact shape, null elsewhere."""
+    return pl.select(pl.when(s.str.contains(pattern)).then(parsed).otherwise(None)).to_series()
+
+
+def _ints(dtype: pl.DataType | type[pl.DataType]) -> Callable[[pl.Series], pl.Series]:
+    return lambda s: s.str.strip_chars().cast(dtype, strict=False)
+
+
+def _float8(s: pl.Series) -> pl.Series:
+    t = s.str.strip_chars()
+    v = t.cast(pl.Float64, strict=False)
+    # polars turns 1e400 into inf and 1e-400 into 0, where PostgreSQL refuses both.
+    overflow = v.is_infinite() & ~t.str.contains(_FLOAT_WORD)
+    underflow = (v == 0) & t.str.contains(_NONZERO_MANTISSA)
+    return pl.select(pl.when(overflow | underflow).then(None).otherwise(v)).to_series()
+
+
+def _bool(s: pl.Series) -> pl.Series:
+    return s.str.strip_chars().str.to_lowercase().replace_strict(_BOOL, default=None, return_dtype=pl.Boolean)
+
+
+def _date(s: pl.Series) -> pl.Series:
+    return _where(s, _DATE, s.str.to_date("%Y-%m-%d", strict=False))
+
+
+def _timestamp(s: pl.Series) -> pl.Series:
+    parsed = s.str.replace("T", " ").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False)
+    return _where(s, _TS, parsed)
+
+
+def _timestamptz(s: pl.Series) -> pl.Series:
+    """An instant in UTC (naive): binary timestamptz is microseconds since 2000-01-01 UTC."""
+    t = (s.str.replace("T", " ").str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})$", "${1}:00")
+         .str.replace(r"([+-]\d{2})(\d{2})$", "${1}:${2}"))
+    parsed = (t.str.to_datetime("%Y-%m-%d %H:%M:%S%.f%:z", time_unit="us", strict=False)
+              .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+    return _where(s, _TSTZ, parsed)
+
+
+def _time(s: pl.Series) -> pl.Series:
+    return _where(s, _TIME, s.str.to_time("%H:%M:%S%.f", strict=False))
+
+
+def _uuid(s: pl.Series) -> pl.Series:
+    raw = s.str.replace_all("-", "").str.decode("hex", strict=False)
+    return _where(s, _UUID, raw)
+
+
+def _numeric(precision: int, scale: int) -> Callable[[pl.Series], pl.Series]:
+    # Only values the column holds without rounding: at most `scale` decimals and
+    # `precision - scale` integer digits (PostgreSQL would round or refuse the others).
+    whole = precision - scale
+    shape = rf"^[+-]?\d{{1,{whole}}}(\.\d{{0,{scale}}})?$" if whole > 0 else rf"^[+-]?0?(\.\d{{0,{scale}}})?$"
+    return lambda s: _where(s.str.strip_chars(), shape, s.str.strip_chars().cast(pl.Decimal(precision, scale),
+                                                                                     strict=False))
+
+
+def _text(s: pl.Series) -> pl.Series:
+    return s
+
+
+@dataclass(frozen=True)
+class ArrowColumn:
+    name: str
+    parse: Callable[[pl.Series], pl.Series]  # text -> typed, null where not exactly typable
+    arrow: Any  # pyarrow.DataType
+    jsonb: bool = False
+
+
+def arrow_columns(columns: list[str], types: list[str]) -> list[ArrowColumn] | None:
+    """One typed column per target column, or None when some type has no exact Arrow form."""
+    import pyarrow as pa
+
+    fixed: dict[str, tuple[Callable[[pl.Series], pl.Series], Any]] = {
+        "smallint": (_ints(pl.Int16), pa.int16()),
+        "integer": (_ints(pl.Int32), pa.int32()),
+        "bigint": (_ints(pl.Int64), pa.int64()),
+        "double precision": (_float8, pa.float64()),
+        "boolean": (_bool, pa.bool_()),
+        "date": (_date, pa.date32()),
+        "timestamp without time zone": (_timestamp, pa.timestamp("us")),
+        "timestamp with time zone": (_timestamptz, pa.timestamp("us")),
+        "time without time zone": (_time, pa.time64("us")),
+        "uuid": (_uuid, pa.binary(16)),
+        "text": (_text, pa.large_string()),
+        "character varying": (_text, pa.large_string()),
+        "character": (_text, pa.large_string()),
+        "json": (_text, pa.large_string()),
+        "jsonb": (_text, pa.large_string()),
+    }
+    out: list[ArrowColumn] = []
+    for name, pg_type in zip(columns, types):
+        m = _BASE.match(pg_type.strip().lower())
+        if not m:
+            return None  # arrays, domains spelled with schema, anything unusual
+        base = m.group(1)
+        if base == "numeric":
+            if m.group(3) is None:
+                return None  # unconstrained numeric keeps each value's own scale: only text does that
+            p, sc = int(m.group(3)), int(m.group(4) or 0)
+            if p > 38:
+                return None
+            out.append(ArrowColumn(name, _numeric(p, sc), pa.decimal128(p, sc)))
+        elif base in fixed:
+            parse, arrow = fixed[base]
+            out.append(ArrowColumn(name, parse, arrow, jsonb=base == "jsonb"))
+        else:
+            return None
+    return out
+
+
+class ArrowEncoder:
+    """Encodes mapped text batches as binary COPY tuples, or says a batch is not typable."""
+
+    def __init__(self, columns: list[ArrowColumn]) -> None:
+        import pyarrow as pa
+        from pgpq import ArrowToPostgresBinaryEncoder
+        from pgpq.encoders import LargeStringEncoderBuilder
+        from pgpq.schema import Jsonb
+
+        self.columns = columns
+        self.schema = pa.schema([pa.field(c.name, c.arrow) for c in columns])
+        encoders = {
+            f.name: (LargeStringEncoderBuilder.new_with_output(f, Jsonb()) if c.jsonb
+                     else ArrowToPostgresBinaryEncoder.infer_encoder(f))
+            for f, c in zip(self.schema, columns)
+        }
+        self._encoders = encoders
+        self._new = ArrowToPostgresBinaryEncoder.new_with_encoders
+
+    def header(self) -> bytes:
+        return bytes(self._new(self.schema, self._encoders).write_header())
+
+    def encode(self, frame: pl.DataFrame) -> bytes | None:
+        """The batch's tuples, or None when some value cannot be typed exactly here."""
+        import pyarrow as pa
+
+        arrays = []
+        for col, name in zip(self.columns, frame.columns):
+            text = frame.get_column(name)
+            typed = col.parse(text) if text.dtype == pl.String else text
+            if typed.null_count() != text.null_count():
+                return None
+            arrays.append(typed.to_arrow().cast(col.arrow))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        # pgpq buffers tuples until finish(); one encoder per batch (2 µs) hands each batch
+        # over whole, so batches from the text converters can sit between them in order.
+        encoder = self._new(self.schema, self._encoders)
+        encoder.write_header()  # its state machine wants one; the stream has its own
+        data = bytes(encoder.write_batch(batch)) + bytes(encoder.finish())
+        return data[: -len(_TRAILER)]
+
+
+_TRAILER = b"\xff\xff"
