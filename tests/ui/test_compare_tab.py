@@ -177,8 +177,12 @@ def test_two_sessions_side_by_side_at_0_and_20_ms(
     assert colours == [strategy_colour("row-transaction")] * 2 + [strategy_colour("executemany")] * 2
     assert bars.opts["brushes"][0].style() != bars.opts["brushes"][1].style()  # sessions differ by pattern
     ticks = [t for _, t in tab.charts.bar_plot.getAxis("left")._tickLevels[0]]
-    assert ticks[0].endswith("[#1 · 0 ms]") and ticks[1].endswith("[#2 · 20 ms]")
+    assert ticks == ["row-transaction", "executemany · 60"]  # one per combination, centred on its bars
+    tags = [lab.textItem.toPlainText().split("  ")[-1] for lab in tab.charts.value_labels]
+    assert tags == ["#1 · 0 ms", "#2 · 20 ms"] * 2
     assert len(tab.charts.line_plot.listDataItems()) == 4
+    legend = [label.text for _, label in tab.charts.legend.items]
+    assert legend == ["row-transaction (row by row)", "executemany", "#1 · 0 ms", "#2 · 20 ms"]
     # a log axis for rates that differ a hundredfold; every bar keeps its label
     tab.log_check.setChecked(True)
     assert tab.charts.log_scale and len(tab.charts.value_labels) == 4

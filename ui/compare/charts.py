@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from core.compare import CompareReport, CompareResult, describe
@@ -27,6 +27,10 @@ Shown = list[tuple[CompareSession | None, list[CompareResult]]]
 
 def _rate(v: float) -> str:
     return f"{v:,.0f}" if v >= 10 else f"{v:,.1f}"
+
+
+def _short(name: str, width: int = 16) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 class RateAxis(pg.AxisItem):  # type: ignore[misc]
@@ -80,6 +84,7 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         self.value_labels: list[pg.TextItem] = []
         self.log_scale = False
         self._shown: Shown = []
+        self._bar_span: tuple[float, float, list[tuple[float, int]]] | None = None  # x0, top, (end, label px)
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -102,6 +107,7 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         self.legend.clear()
         self.bar_item = self.error_item = None
         self.value_labels = []
+        self._bar_span = None
         self.bar_plot.getAxis("left").setTicks(None)
         self.line_plot.getAxis("bottom").setTicks(None)
 
@@ -120,6 +126,24 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         done = [(k, s, r) for k, s, r in bars if r.runs]
         if done:
             self._lines(done, multi=len(self._shown) > 1)
+
+    def _fit_bar_range(self) -> None:
+        """The bar chart's x range, wide enough that every bar's label fits beside it at this width."""
+        span = getattr(self, "_bar_span", None)  # resized once by the base class, before __init__ ends
+        if span is None:
+            return
+        x0, top, labels = span
+        plot_px = max(float(self.bar_plot.vb.width()), 200.0)
+        right = top
+        for end, px in labels:
+            share = min(px / plot_px, 0.6)  # never more than 60% of the plot for text
+            # end + share * (right - x0) <= right  <=>  right >= (end - share * x0) / (1 - share)
+            right = max(right, (end - share * x0) / (1 - share))
+        self.bar_plot.setXRange(x0, right + (right - x0) * 0.02 + 1e-9, padding=0)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_bar_range()
 
     def _x(self, v: float, floor: float) -> float:
         """A rate's place on the bar chart's x axis (log10 in log mode, where bars start at `floor`)."""
@@ -147,7 +171,7 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         brushes = [QBrush(c, PATTERNS[k % len(PATTERNS)]) for c, (k, _, _) in zip(colours, bars)]
         pens = [pg.mkPen(c, width=1) for c in colours]
         x0 = base if self.log_scale else 0.0
-        self.bar_item = pg.BarGraphItem(x0=x0, y=np.array(ys), height=0.7, width=np.array(med) - x0,
+        self.bar_item = pg.BarGraphItem(x0=x0, y=np.array(ys), height=0.8 if multi else 0.7, width=np.array(med) - x0,
                                         brushes=brushes, pens=pens)
         self.error_item = pg.ErrorBarItem(x=np.array(med), y=np.array(ys), left=np.array(med) - np.array(lo),
                                           right=np.array(hi) - np.array(med), beam=0.25,
@@ -156,50 +180,73 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         self.bar_plot.addItem(self.error_item)
         font = QFont()
         font.setPointSize(8)
-        for (_, _, r), yy, right in zip(bars, ys, hi):
+        for (_, s, r), yy, right in zip(bars, ys, hi):
             text = _rate(r.median_rows_per_s) if r.runs else ("failed" if r.error else "…")
+            if multi and s is not None:
+                text += "  " + _short(s.name)  # which session: its bar pattern, said in words
             label = pg.TextItem(" " + text, color="#c00" if r.error else "#222", anchor=(0, 0.5))
             label.setFont(font)
             label.setPos(right, yy)
             self.bar_plot.addItem(label)
             self.value_labels.append(label)
+        # One tick per combination, centred on its group of bars (one bar per session).
+        groups: dict[tuple[str, int, int], list[float]] = {}
+        for (_, _, r), yy in zip(bars, ys):
+            groups.setdefault(r.key, []).append(yy)
+        names = {r.key: describe(r) for _, _, r in bars}
         axis = self.bar_plot.getAxis("left")
-        labels = [describe(r) + (f"  [{s.name}]" if multi and s is not None else "") for _, s, r in bars]
-        axis.setTicks([[(yy, text) for yy, text in zip(ys, labels)]])
+        labels = [names[key] for key in groups]
+        axis.setTicks([[(sum(at) / len(at), names[key]) for key, at in groups.items()]])
         axis.setWidth(max(QFontMetrics(axis.font()).horizontalAdvance(t) for t in labels) + 14)
         self.bar_plot.setYRange(min(ys) - 0.6, 0.6, padding=0)
-        top = max(hi)
-        # room on the right for the value beside the longest bar
-        self.bar_plot.setXRange(x0, top + max(top - x0, 1e-9) * 0.25, padding=0)
+        metrics = QFontMetrics(font)
+        # room on the right for the value (and session) beside the bars, in pixels: kept on resize
+        self._bar_span = (x0, max(hi), [(h, metrics.horizontalAdvance(lab.textItem.toPlainText()) + 12)
+                                        for h, lab in zip(hi, self.value_labels)])
+        self._fit_bar_range()
 
     def _lines(self, done: list[tuple[int, CompareSession | None, CompareResult]], multi: bool) -> None:
+        """One line per (session, strategy, workers): colour = strategy, line style = session, symbol = workers.
+
+        The legend names each strategy once and, with several sessions, each session's line style once.
+        """
         series: dict[tuple[int, str, int], list[CompareResult]] = {}
         for k, _, r in done:
             series.setdefault((k, r.strategy, r.workers), []).append(r)
-        names = {k: (s.name if s is not None else "") for k, s, _ in done}
         sized = sorted({r.batch_rows for _, _, r in done if r.batch_sized} or {r.batch_rows for _, _, r in done})
         workers = sorted({r.workers for _, _, r in done})
+        keyed: dict[str, pg.PlotDataItem] = {}
         for (k, strategy, n), rs in series.items():
             rs.sort(key=lambda r: r.batch_rows)
             colour = strategy_colour(strategy)
             style = DASHES[k % len(DASHES)]
             name = strategy + (f" ×{n}" if n > 1 else "")
             if rs[0].batch_sized:
-                xs, ys = [float(r.batch_rows) for r in rs], [r.median_rows_per_s for r in rs]
-                curve = self.line_plot.plot(xs, ys, pen=pg.mkPen(colour, width=2, style=style),
-                                            symbol=SYMBOLS[workers.index(n) % len(SYMBOLS)], symbolSize=7,
-                                            symbolBrush=colour, symbolPen=None)
+                symbol = SYMBOLS[workers.index(n) % len(SYMBOLS)]
+                curve = self.line_plot.plot([float(r.batch_rows) for r in rs], [r.median_rows_per_s for r in rs],
+                                            pen=pg.mkPen(colour, width=2, style=style), symbol=symbol,
+                                            symbolSize=7, symbolBrush=colour, symbolPen=None)
+                sample = dict(pen=pg.mkPen(colour, width=2), symbol=symbol, symbolSize=7,
+                              symbolBrush=pg.mkBrush(colour), symbolPen=pg.mkPen(colour))
             else:
                 # row by row: one rate whatever the batch size, drawn flat across the sizes measured
-                xs = [float(sized[0]), float(sized[-1])]
-                curve = self.line_plot.plot(xs, [rs[0].median_rows_per_s] * 2,
+                curve = self.line_plot.plot([float(sized[0]), float(sized[-1])], [rs[0].median_rows_per_s] * 2,
                                             pen=pg.mkPen(colour, width=2, style=style))
+                sample = dict(pen=pg.mkPen(colour, width=2))
                 name += " (row by row)"
-            self.legend.addItem(curve, name + (f" [{names[k]}]" if multi and names[k] else ""))
+            if name not in keyed:
+                # a sample off the plot (one point, so its symbol takes the colour) stands for every session
+                keyed[name] = curve if not multi else pg.PlotDataItem([0.0], [0.0], **sample)
+        for name, item in keyed.items():
+            self.legend.addItem(item, name)
+        if multi:
+            for k, s, _ in {k: (k, s, r) for k, s, r in done}.values():
+                self.legend.addItem(pg.PlotDataItem(pen=pg.mkPen("#555", width=2, style=DASHES[k % len(DASHES)])),
+                                    _short(s.name, 24) if s is not None else f"#{k + 1}")
         # Ticks at the batch sizes measured; log mode places them at log10(x).
         self.line_plot.getAxis("bottom").setTicks([[(float(np.log10(b)), f"{b:,}") for b in sized], []])
         lo, hi = float(np.log10(sized[0])), float(np.log10(sized[-1]))
-        pad = 0.08 * (hi - lo) if hi > lo else 0.5  # room for the end labels
+        pad = 0.12 * (hi - lo) if hi > lo else 0.5  # room for the end labels
         self.line_plot.setXRange(lo - pad, hi + pad, padding=0)
         rates = [r.median_rows_per_s for _, _, r in done]
         if self.log_scale:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -73,13 +74,12 @@ class CompareModel(QAbstractTableModel):
         return f"measured on {r.reduced_rows:,} rows" if r.reduced_rows else ""
 
     def _values(self, session: CompareSession | None, r: CompareResult) -> tuple[Any, ...]:
-        j = r.to_json()
-        ok = bool(r.runs)
+        ok = bool(r.runs)  # raw values, as the charts label them (not the JSON's rounding)
         return (session.name if session else "", r.strategy, r.batch_rows if r.batch_sized else None, r.workers,
                 session.rtt_ms if session else None, r.rows if ok else None,
-                j["median_rows_per_s"] if ok else None, j["min_rows_per_s"] if ok else None,
-                j["max_rows_per_s"] if ok else None, j["median_mb_per_s"] if ok else None,
-                r.ratio_to_fastest if ok else None, self.note(r))
+                r.median_rows_per_s if ok else None, min(r.runs) if ok else None, max(r.runs) if ok else None,
+                statistics.median(r.mb_runs) if r.mb_runs else None, r.ratio_to_fastest if ok else None,
+                self.note(r))
 
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
         if not index.isValid() or index.row() >= len(self.rows) or index.column() >= len(self.HEADERS):

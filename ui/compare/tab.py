@@ -408,7 +408,7 @@ class CompareTab(QWidget):
         self._refresh_view()
         self.table.sortByColumn(CompareModel.COL_MEDIAN, Qt.SortOrder.DescendingOrder)
         self._set_running(False)
-        self.status.setText(self._summary(report))
+        self.status.setText(f"{session.name}: {self._summary(report)}")
         self.finished.emit(report)
         self.comparison_finished.emit(session)
 
@@ -419,8 +419,8 @@ class CompareTab(QWidget):
         if not done:
             return "No combination finished a run: see the Note column."
         best = max(done, key=lambda r: r.median_rows_per_s)
-        batch = " rows per batch" if best.batch_sized else ""
-        text = f"Fastest: {describe(best)}{batch} ({best.median_rows_per_s:,.0f} rows/s)."
+        # word joiners: a narrow panel must not break "rows/s" at its slash
+        text = f"Fastest: {describe(best)} at {best.median_rows_per_s:,.0f}\u00a0rows\u2060/\u2060s."
         return text + (f" {failed} combination(s) failed: see the Note column." if failed else "")
 
     def _on_failed(self, job: Job, message: str) -> None:
