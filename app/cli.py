@@ -37,6 +37,10 @@ def _source_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sheet", help="Excel sheet name")
     p.add_argument("--table", help="target table, taken literally (for SQL scripts: overrides the script's table)")
     p.add_argument("--schema")
+    p.add_argument(
+        "--script-table", metavar="NAME",
+        help="SQL scripts filling several tables: load only this one (schema.table or table); default: all",
+    )
     p.add_argument("--dsn", help="libpq connection string; default: the embedded PostgreSQL")
     p.add_argument("--json", action="store_true", help="print one JSON object on the last line")
 
@@ -99,6 +103,7 @@ def spec_from_args(a: argparse.Namespace) -> LoadSpec:
         encoding=a.encoding,
         null=a.null,
         sheet=a.sheet,
+        script_table=getattr(a, "script_table", None),
     )
     table = a.table
     if not table:
@@ -128,6 +133,10 @@ def _script_table(src: SourceOptions) -> tuple[str | None, str]:
 
     source = open_source(src)
     assert isinstance(source, SqlScriptSource)
+    if source.several:
+        print(f"{src.path}: {len(source.selected)} tables, each into its own table: "
+              + ", ".join(t.describe() for t in source.selected), file=sys.stderr)
+        return None, source.target.table  # each table keeps its own schema (unless --schema)
     return source.target.schema, source.target.table
 
 
@@ -166,6 +175,9 @@ def cmd_load(
         f"in {result.seconds:.2f} s ({result.rows_per_s:,.0f} rows/s) with {result.strategy}",
         file=sys.stderr,
     )
+    if result.rows_dropped:
+        print(f"{result.rows_dropped:,} rows dropped: their key was already in the table (ON CONFLICT DO NOTHING)",
+              file=sys.stderr)
     if as_json:
         _emit_json(result.to_json())
     return EXIT_OK if result.rows_loaded > 0 or result.rows_read == 0 else EXIT_FAILED

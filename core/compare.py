@@ -159,11 +159,12 @@ def _write_script_sample(source: Any, rows: int, folder: Path) -> tuple[SourceOp
     head = "INSERT INTO " + _sql_ident(source.target.table)
     if source.has_column_list:
         head += " (" + ", ".join(_sql_ident(c) for c in cols) + ")"
+    tail = " ON CONFLICT DO NOTHING" if getattr(source, "on_conflict", False) else ""
     taken = 0
     with open(path, "w", encoding="utf-8") as f:
         for batch in source.batches(min(rows, 50_000)):
             for row in batch.frame.head(rows - taken).iter_rows():
-                f.write(f"{head} VALUES ({', '.join(_sql_literal(v) for v in row)});\n")
+                f.write(f"{head} VALUES ({', '.join(_sql_literal(v) for v in row)}){tail};\n")
                 taken += 1
             if taken >= rows:
                 break

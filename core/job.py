@@ -61,6 +61,7 @@ class LoadResult:
     reject_file: str | None = None
     resumed_from: int = 0  # source rows an earlier per-batch run had committed
     load_seconds: float = 0.0  # from the first batch to the commit: no start-up, connecting or planning
+    rows_dropped: int = 0  # script rows ON CONFLICT DO NOTHING dropped: their key was already there
 
     @property
     def rows_per_s(self) -> float:
@@ -166,6 +167,13 @@ class LoadJob:
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}")
             for cleaned in janitor.sweep(ctl):
                 self.on_log(cleaned)
+            if source.format == "sql":
+                from core import script_load
+
+                if script_load.takes_over(spec, cls.id, plan):
+                    if self.dry_run:
+                        raise ConfigError("a check is not available for a script that fills several tables")
+                    return script_load.ScriptLoad(self, dsn, plan).run()
             earlier = None if self.dry_run else self._earlier_run(ctl, plan)
             if self.spec.commit is CommitMode.PER_BATCH:
                 return self._run_per_batch(cls, dsn, ctl, plan, earlier)
@@ -275,6 +283,8 @@ class LoadJob:
                 d = plan.source.dialect  # type: ignore[attr-defined]
                 ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null}
             strategy = cls(ctx)
+            if getattr(plan.source, "on_conflict", False) and hasattr(strategy, "on_conflict"):
+                strategy.on_conflict = True  # a script's INSERT ... ON CONFLICT DO NOTHING, replayed as such
             if cls.id == "parallel-copy":
                 strategy.two_phase = two_phase  # type: ignore[attr-defined]
             strategy.open()

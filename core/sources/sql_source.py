@@ -1,13 +1,33 @@
-"""SQL scripts of INSERT ... VALUES statements, parsed into rows and never executed."""
+"""Data-only SQL scripts (pg_dump's shapes), read into rows and never executed.
+
+The whole script is read when the source opens: what is not data is refused then,
+with its line, before anything is sent, and the tables it fills are listed with their
+row counts. A script may fill several tables; `SourceOptions.script_table` picks one
+(by `schema.table` or `table`), and without it a script of several tables loads them all.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from core.errors import SourceError
+import polars as pl
+
+from core.errors import ConfigError, SourceError
 from core.sources.base import Batch, Source
-from core.sources.sqlscript_parser import InsertTarget, ParsedChunk, ScriptError, iter_script, validate_script
+from core.sources.sqlscript_parser import (
+    Chunk,
+    CopyChunk,
+    CsvChunk,
+    InsertTarget,
+    ParsedChunk,
+    ScriptError,
+    TableInfo,
+    iter_script,
+    scan_script,
+)
 from core.spec import SourceOptions
+
+CACHE_LIMIT = 256 << 20  # scripts up to this size keep the rows read while checking them, for the load
 
 
 class SqlScriptSource(Source):
@@ -16,22 +36,36 @@ class SqlScriptSource(Source):
     def __init__(self, options: SourceOptions) -> None:
         super().__init__(options)
         self.encoding = options.encoding or "utf-8"
-        try:
-            self.target, self.statements, self.rows = validate_script(str(self.path), encoding=self.encoding)
-        except ScriptError as exc:
-            raise SourceError(str(exc).removeprefix(f"line {exc.line}: "), path=str(self.path), line=exc.line) from None
-        except (OSError, UnicodeError) as exc:
-            raise SourceError(f"cannot read the file: {exc}", path=str(self.path)) from None
-        self._columns = self._names(self.target)
+        self.tables, self._cache = _read(str(self.path), self.encoding, self.fingerprint.size,
+                                         self.fingerprint.mtime_ns)
+        if not self.tables:
+            raise SourceError("the script has no INSERT statement or COPY block", path=str(self.path), line=1)
+        self.selected = self._select(options.script_table)
+        first = self.selected[0]
+        self.target: InsertTarget = first.target
+        self.statements, self.rows = first.statements, first.rows
+        self._columns = list(first.target.columns or [f"column_{i + 1}" for i in range(max(first.width, 0))])
 
-    def _names(self, target: InsertTarget) -> list[str]:
-        if target.columns:
-            return list(target.columns)
-        width = 0
-        for chunk in iter_script(str(self.path), encoding=self.encoding, rows_per_chunk=1):
-            width = chunk.frame.width
-            break
-        return [f"column_{i + 1}" for i in range(width)]
+    def _errors(self) -> _ScriptErrors:
+        return _ScriptErrors(str(self.path))
+
+    def _select(self, name: str | None) -> list[TableInfo]:
+        if not name:
+            return list(self.tables)
+        for t in self.tables:
+            if name in (t.target.display(), t.target.table):
+                return [t]
+        names = ", ".join(t.target.display() for t in self.tables)
+        raise ConfigError(f"the script fills no table {name!r}; it fills {names}")
+
+    @property
+    def several(self) -> bool:
+        """More than one table is to be loaded (each into its own table)."""
+        return len(self.selected) > 1
+
+    @property
+    def on_conflict(self) -> bool:
+        return any(t.on_conflict for t in self.selected)
 
     def columns(self) -> list[str]:
         return list(self._columns)
@@ -40,11 +74,39 @@ class SqlScriptSource(Source):
     def has_column_list(self) -> bool:
         return bool(self.target.columns)
 
+    def load_chunks(self) -> Iterator[Chunk]:
+        """The selected tables' rows in file order: COPY blocks as they are, INSERT rows as CSV."""
+        keys = {t.target.key for t in self.selected}
+        if self._cache is not None:
+            yield from (c for c in self._cache if c.target.key in keys)
+            return
+        with self._errors():
+            yield from scan_script(str(self.path), encoding=self.encoding, csv=True, trusted=True,
+                                   want=lambda t: t.key in keys)
+
     def chunks(self, rows_per_chunk: int) -> Iterator[ParsedChunk]:
-        try:
-            yield from iter_script(str(self.path), encoding=self.encoding, rows_per_chunk=rows_per_chunk)
-        except ScriptError as exc:
-            raise SourceError(str(exc).removeprefix(f"line {exc.line}: "), path=str(self.path), line=exc.line) from None
+        if self.several:
+            names = ", ".join(t.describe() for t in self.selected)
+            raise ConfigError(
+                f"the script fills {len(self.selected)} tables ({names}); this needs one: pick it (--script-table)"
+            )
+        with self._errors():
+            yield from iter_script(str(self.path), encoding=self.encoding, rows_per_chunk=rows_per_chunk,
+                                   table=self.target)
+
+    def sample(self, rows: int = 200) -> pl.DataFrame:
+        """The first rows of the first selected table (also when several are selected)."""
+        frames, have = [], 0
+        with self._errors():
+            for chunk in iter_script(str(self.path), encoding=self.encoding, rows_per_chunk=rows, table=self.target):
+                frames.append(chunk.frame)
+                have += chunk.frame.height
+                if have >= rows:
+                    break
+        if not frames:
+            return pl.DataFrame({c: pl.Series(c, [], dtype=pl.String) for c in self._columns})
+        frame = pl.concat(frames) if len(frames) > 1 else frames[0]
+        return frame.head(rows).rename(dict(zip(frame.columns, self._columns)))
 
     def batches(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
         row = 0
@@ -58,8 +120,10 @@ class SqlScriptSource(Source):
             if row < skip_rows:
                 cut = skip_rows - row
                 frame, lines, row = frame.slice(cut), lines[cut:], skip_rows
-            yield Batch(frame, row, chunk.bytes_end, lines)
-            row += frame.height
+            for start in range(0, frame.height, max(1, batch_rows)):
+                part = frame.slice(start, batch_rows)
+                yield Batch(part, row, chunk.bytes_end, lines[start : start + batch_rows])
+                row += part.height
 
     def locate(self, row: int) -> tuple[int | None, str | None]:
         seen = 0
@@ -72,6 +136,42 @@ class SqlScriptSource(Source):
         return None, None
 
 
+_LAST: dict[tuple[str, str, int, int], tuple[list[TableInfo], list[Chunk] | None]] = {}
+
+
+def _read(path: str, encoding: str, size: int, mtime_ns: int) -> tuple[list[TableInfo], list[Chunk] | None]:
+    """Check the whole script once; the last script read is kept, so opening it again costs nothing."""
+    key = (path, encoding, size, mtime_ns)
+    if key in _LAST:
+        return _LAST[key]
+    tables: list[TableInfo] = []
+    cache: list[Chunk] | None = [] if size <= CACHE_LIMIT else None
+    with _ScriptErrors(path):
+        for chunk in scan_script(path, encoding=encoding, tables=tables, csv=True, want=lambda _t: cache is not None):
+            if cache is not None:
+                cache.append(chunk)
+    _LAST.clear()
+    _LAST[key] = (tables, cache)
+    return tables, cache
+
+
+class _ScriptErrors:
+    """Parser errors as SourceErrors naming the file and line."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, ScriptError):
+            raise SourceError(exc.message + (f": {exc.statement_excerpt}" if exc.statement_excerpt else ""),
+                              path=self.path, line=exc.line) from None
+        if isinstance(exc, (OSError, UnicodeError)):
+            raise SourceError(f"cannot read the file: {exc}", path=self.path) from None
+
+
 def _line_text(path: str, line: int, encoding: str) -> str | None:
     try:
         with open(path, encoding=encoding, errors="replace") as f:
@@ -81,3 +181,6 @@ def _line_text(path: str, line: int, encoding: str) -> str | None:
     except OSError:
         return None
     return None
+
+
+__all__ = ["CopyChunk", "CsvChunk", "ParsedChunk", "SqlScriptSource"]

@@ -1,507 +1,515 @@
-"""Parse INSERT ... VALUES scripts into rows without executing anything.
+"""Read a data-only SQL script (pg_dump's shapes) into rows, without executing anything.
 
-A fast path handles the common one-statement-per-line shape with one regex per
-statement; anything it does not fully understand goes to a careful tokenizer,
-which refuses whatever is not a literal.
+One pass over the file, linear in its size whatever it holds:
+
+- `COPY ... FROM stdin;` blocks are located, not parsed: their bytes are COPY text
+  already, so a load passes them to the server as they are (CopyChunk).
+- INSERT statements whose head (`INSERT INTO t (cols) VALUES`) was already checked by
+  the careful parser are gathered by line and quote parity, then parsed thousands at a
+  time by sqlbulk (polars, Rust regex). Whatever that does not take, from the first
+  statement it refuses on, is read again the careful way.
+- Everything else goes through sqlscan's hand-written scanner and lexer: data
+  statements are loaded, pg_dump's preamble is skipped, anything else is refused with
+  its line before a byte is sent.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
-import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import polars as pl
 
+from core.sources.sqlbulk import first_bad, parse_values, rows_to_csv, split_rows
+from core.sources.sqlgather import gather
+from core.sources.sqlscan import ScriptError, StatementScanner
+from core.sources.sqlstatements import CopyStmt, InsertStmt, InsertTarget, Row, classify
 
-class ScriptError(Exception):
-    def __init__(self, message: str, line: int, excerpt: str = "") -> None:
-        self.message, self.line, self.statement_excerpt = message, line, excerpt[:120]
-        super().__init__(f"line {line}: {message}" + (f": {excerpt[:120]}" if excerpt else ""))
+__all__ = [
+    "CopyChunk",
+    "InsertTarget",
+    "ParsedChunk",
+    "ScriptError",
+    "TableInfo",
+    "iter_script",
+    "list_tables",
+    "scan_script",
+    "validate_script",
+]
 
-
-@dataclass(frozen=True)
-class InsertTarget:
-    schema: str | None
-    table: str
-    columns: tuple[str, ...] | None
+_META_OK = ("\\restrict", "\\unrestrict", "\\connect", "\\c ")
+_FAST_LIMIT = 64 << 20  # a statement gathered by quote parity longer than this goes the careful way
+_MIN_BLOCK, _MAX_BLOCK = 1 << 14, 8 << 20  # bytes read per bulk step; small again after a statement it refused
+_CSV_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluice-sql-csv")  # polars frees the GIL
+_ONE_BYTE = ("latin", "iso8859", "cp125", "ascii", "cp437", "cp850", "mac-", "koi8")
 
 
 @dataclass
 class ParsedChunk:
+    """Rows of one table from INSERT statements, as string columns c0..cN (None for NULL)."""
+
     target: InsertTarget
-    frame: pl.DataFrame  # string columns c0..cN, None for NULL
+    frame: pl.DataFrame
     lines: list[int]
     statements: int
     bytes_end: int
     ignored: int = 0
+    on_conflict: bool = False
+
+    @property
+    def rows(self) -> int:
+        return self.frame.height
 
     @property
     def columns(self) -> list[list[str | None]]:
         return [self.frame.get_column(c).to_list() for c in self.frame.columns]
 
 
-_IDENT = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)'
-_HEAD = re.compile(
-    rf"\s*INSERT\s+INTO\s+(?:ONLY\s+)?({_IDENT}(?:\s*\.\s*{_IDENT})?)\s*(\((?:[^()\"]|\"(?:[^\"]|\"\")*\")*\))?"
-    rf"\s*(?:OVERRIDING\s+(?:SYSTEM|USER)\s+VALUE\s+)?VALUES\s*",
-    re.IGNORECASE,
-)
-# One simple literal: a plain string, a number, NULL, TRUE/FALSE.
-_LIT = r"'(?:[^']|'')*'|[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|NULL|TRUE|FALSE"
-_FAST_ROW = re.compile(rf"\(\s*(?:(?:{_LIT})\s*,\s*)*(?:{_LIT})\s*\)", re.IGNORECASE)
-_FAST_LIT = re.compile(rf"({_LIT})\s*(?:,|\))", re.IGNORECASE)
-_IGNORED = re.compile(
-    r"\s*(?:SET\s+[\w.]+\s*(?:=|TO)\s*[^;]*|SELECT\s+pg_catalog\.(?:set_config|setval)\s*\([^;]*\)"
-    r"|BEGIN|COMMIT|END|START\s+TRANSACTION)\s*;\s*$",
-    re.IGNORECASE,
-)
-_META_OK = re.compile(r"\\(?:restrict|unrestrict|connect)\b")
+@dataclass
+class CopyChunk:
+    """A `COPY ... FROM stdin` block: `length` bytes of COPY text at `offset` in the file."""
+
+    target: InsertTarget
+    offset: int
+    length: int
+    rows: int
+    first_line: int  # line of the first data row
+    bytes_end: int
+
+    def pieces(self, path: str, size: int = 1 << 20) -> Iterator[bytes]:
+        """The block's bytes in pieces that end at a row boundary."""
+        with open(path, "rb") as f:
+            f.seek(self.offset)
+            left = self.length
+            while left > 0:
+                data = f.read(min(size, left))
+                left -= len(data)
+                if left > 0:
+                    cut = data.rfind(b"\n") + 1
+                    if 0 < cut < len(data):
+                        f.seek(cut - len(data), os.SEEK_CUR)
+                        left += len(data) - cut
+                        data = data[:cut]
+                yield data
 
 
-def _ident(text: str) -> str:
-    text = text.strip()
-    if text.startswith('"'):
-        return text[1:-1].replace('""', '"')
-    return text.lower()
+class CsvChunk:
+    """Checked INSERT rows of one table, to go to COPY as CSV (quote ', NULL written NULL unquoted).
 
-
-def _split_ident(text: str) -> list[str]:
-    return [_ident(p) for p in re.findall(_IDENT, text)]
-
-
-def _target(name: str, cols: str | None) -> InsertTarget:
-    parts = _split_ident(name)
-    schema, table = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
-    columns = tuple(_split_ident(cols[1:-1])) if cols else None
-    return InsertTarget(schema, table, columns)
-
-
-def _literal_value(tok: str) -> str | None:
-    if tok[0] == "'":
-        return tok[1:-1].replace("''", "'")
-    up = tok.upper()
-    if up == "NULL":
-        return None
-    if up in ("TRUE", "FALSE"):
-        return up.lower()
-    return tok
-
-
-# -- the careful tokenizer ------------------------------------------------------------
-
-_ESC = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "\\": "\\", "'": "'"}
-
-
-def _e_string(body: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == "'" and body[i + 1 : i + 2] == "'":
-            out.append("'")
-            i += 2
-            continue
-        if c != "\\" or i + 1 >= len(body):
-            out.append(c)
-            i += 1
-            continue
-        n = body[i + 1]
-        if n in _ESC:
-            out.append(_ESC[n])
-            i += 2
-        elif n in "01234567":
-            m = re.match(r"[0-7]{1,3}", body[i + 1 :])
-            assert m
-            out.append(chr(int(m.group(), 8)))
-            i += 1 + len(m.group())
-        elif n == "x" and re.match(r"[0-9A-Fa-f]", body[i + 2 : i + 3] or "-"):
-            m = re.match(r"[0-9A-Fa-f]{1,2}", body[i + 2 :])
-            assert m
-            out.append(chr(int(m.group(), 16)))
-            i += 2 + len(m.group())
-        elif n in "uU":
-            width = 4 if n == "u" else 8
-            out.append(chr(int(body[i + 2 : i + 2 + width], 16)))
-            i += 2 + width
-        else:
-            out.append(n)
-            i += 2
-    return "".join(out)
-
-
-_TOKEN = re.compile(
-    r"""(?P<ws>\s+)|(?P<lc>--[^\n]*)|(?P<bc>/\*)|(?P<e>[eE]'(?:[^'\\]|\\.|'')*')|(?P<s>'(?:[^']|'')*')"""
-    r"""|(?P<dollar>\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$)|(?P<num>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"""
-    r"""|(?P<cast>::\s*(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_ ]*?)"""
-    r"""(?:\s*\(\s*\d+(?:\s*,\s*\d+)?\s*\))?(?:\[\])*(?=\s*[,)]))"""
-    r"""|(?P<word>[A-Za-z_][A-Za-z0-9_$]*)|(?P<p>[(),;])""",
-    re.DOTALL,
-)
-
-
-def _values_slow(text: str, line: int) -> tuple[list[list[str | None]], int]:
-    """Parse `(lit, ...), (...) ;` from the start of text; return rows and the index after ';'."""
-    rows: list[list[str | None]] = []
-    pos, depth = 0, 0
-    row: list[str | None] = []
-    expect_value = False
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m:
-            raise ScriptError("only literal values can be loaded", line, text[pos : pos + 60])
-        kind, tok = m.lastgroup, m.group()
-        pos = m.end()
-        if kind in ("ws", "lc"):
-            continue
-        if kind == "bc":
-            depth_c, j = 1, pos
-            while depth_c and j < len(text):
-                if text.startswith("/*", j):
-                    depth_c, j = depth_c + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth_c, j = depth_c - 1, j + 2
-                else:
-                    j += 1
-            if depth_c:
-                raise ScriptError("unterminated comment", line)
-            pos = j
-            continue
-        if kind == "p":
-            if tok == "(":
-                if depth:
-                    raise ScriptError("only literal values can be loaded, found a sub-expression", line, text[:80])
-                depth, row, expect_value = 1, [], True
-            elif tok == ",":
-                if depth:
-                    expect_value = True
-            elif tok == ")":
-                if not depth or expect_value:
-                    raise ScriptError("malformed VALUES list", line, text[:80])
-                rows.append(row)
-                depth = 0
-            else:  # ;
-                if depth:
-                    raise ScriptError("unterminated VALUES row", line)
-                return rows, pos
-            continue
-        if kind == "cast":
-            continue
-        if not depth or not expect_value:
-            if kind == "word" and not depth:
-                raise ScriptError("only INSERT ... VALUES is loaded, found more after the values", line, tok)
-            raise ScriptError("only literal values can be loaded", line, text[:80])
-        if kind == "word":
-            up = tok.upper()
-            if up in ("NULL", "TRUE", "FALSE"):
-                row.append(_literal_value(tok))
-            else:
-                kind_txt = "a function call" if text[pos : pos + 1] == "(" else f"the word {tok}"
-                raise ScriptError(f"only literal values can be loaded, found {kind_txt}", line, tok)
-        elif kind == "s":
-            row.append(tok[1:-1].replace("''", "'"))
-        elif kind == "e":
-            row.append(_e_string(tok[2:-1]))
-        elif kind == "dollar":
-            end = text.find(tok, pos)
-            if end < 0:
-                raise ScriptError("unterminated dollar-quoted string", line)
-            row.append(text[pos:end])
-            pos = end + len(tok)
-        else:
-            row.append(tok)
-        expect_value = False
-    raise ScriptError("unterminated statement at end of file", line)
-
-
-# -- statement splitting over a stream --------------------------------------------------
-
-
-FastHook = Callable[[str, int], bool]
-_BARE = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|NULL|TRUE|FALSE|null|true|false"
-# Values with no quote at all: numbers, NULL, booleans only.
-_BARE_BODY = re.compile(rf"\s*(?:{_BARE})(?:\s*,\s*(?:{_BARE}))*\s*")
-
-
-BulkHook = Callable[[list[str], int], bool]
-
-
-def _statements(
-    path: str,
-    encoding: str,
-    fast: FastHook | None = None,
-    fast_full: Callable[[], bool] | None = None,
-    bulk: BulkHook | None = None,
-) -> Iterator[tuple[str, int, int]]:
-    """(statement text incl. ';', start line, byte offset after it), streaming.
-
-    Splits on ';' outside strings, comments and dollar quotes. Backslash meta-command
-    lines come as their own statement. An empty text is a tick after rows went through
-    a hook, so the caller can hand out a full chunk.
+    The rows are kept as their literal text; prepare() starts making the CSV on a helper
+    thread (polars frees the GIL), so a load converts the next chunk while COPY takes this one.
     """
-    with open(path, "rb") as f:
-        if f.read(3) != b"\xef\xbb\xbf":
-            f.seek(0)
-        line_no = 1
-        buf = ""
-        buf_line = 1
-        offset = f.tell()
-        while True:
-            block = f.readlines(1 << 20)
-            if not block:
-                break
-            if not buf and bulk is not None and bulk([b.decode(encoding) for b in block], line_no):
-                line_no += len(block)
-                offset += sum(len(b) for b in block)
-                yield "", line_no, offset
-                continue
-            for raw in block:
-                offset += len(raw)
-                text = raw.decode(encoding)
-                if not buf and fast is not None and fast(text, line_no):
-                    line_no += 1
-                    if fast_full is not None and fast_full():
-                        yield "", line_no, offset
-                    continue
-                if not buf:
-                    stripped = text.strip()
-                    if not stripped or stripped.startswith("--"):
-                        line_no += 1
-                        continue
-                    if stripped.startswith("\\"):
-                        yield stripped, line_no, offset
-                        line_no += 1
-                        continue
-                    buf_line = line_no
-                buf += text
-                line_no += 1
-                if ";" in text and _complete(buf):
-                    yield buf, buf_line, offset
-                    buf = ""
-        if buf.strip() and not _only_comments(buf):
-            raise ScriptError("unterminated statement at end of file", buf_line, buf.strip()[:60])
 
+    def __init__(
+        self, target: InsertTarget, texts: pl.Series, width: int, stmt_lines: list[int], per_stmt: list[int],
+        bytes_end: int, on_conflict: bool = False,
+    ) -> None:
+        self.target, self._texts, self._width = target, texts, width
+        self._stmt_lines, self._per_stmt = stmt_lines, per_stmt
+        self.rows, self.bytes_end, self.on_conflict = len(texts), bytes_end, on_conflict
+        self._future: Future[bytes] | None = None
 
-_SCAN = re.compile(
-    r"""'(?:[^']|'')*'?|[eE]'(?:[^'\\]|\\.|'')*'?|--[^\n]*|/\*.*?(?:\*/|$)|\$[A-Za-z_]*\$|;""", re.DOTALL
-)
-
-
-def _complete(buf: str) -> bool:
-    """Does buf end a statement: a ';' outside quotes/comments, as its last token?"""
-    pos = 0
-    last_semi = -1
-    while True:
-        m = _SCAN.search(buf, pos)
-        if not m:
-            break
-        tok = m.group()
-        if tok == ";":
-            last_semi = m.end()
-        elif tok.startswith("'") or tok[:2] in ("e'", "E'"):
-            if len(tok) < 2 or not tok.endswith("'") or tok in ("e'", "E'"):
-                return False  # inside an open string
-        elif tok.startswith("/*") and not tok.endswith("*/"):
-            return False
-        elif tok.startswith("$"):
-            end = buf.find(tok, m.end())
-            if end < 0:
-                return False
-            pos = end + len(tok)
-            continue
-        pos = m.end()
-    return last_semi >= 0 and not buf[last_semi:].strip().replace("\n", "")
-
-
-def _only_comments(text: str) -> bool:
-    return not re.sub(r"--[^\n]*|/\*.*?\*/|\s+", "", text, flags=re.DOTALL)
-
-
-def iter_script(path: str, *, encoding: str = "utf-8", rows_per_chunk: int = 50_000) -> Iterator[ParsedChunk]:
-    st = _State()
-
-    def fast(text: str, line: int) -> bool:
-        """A one-row INSERT on one line whose head was already checked by the careful path."""
-        for head in st.fast_heads:
-            if text.startswith(head):
-                break
-        else:
-            return False
-        body = text[len(head) :].rstrip()
-        if not (body.startswith("(") and body.endswith(");")):
-            return False
-        inner = body[1:-2]
-        if "'" not in inner:
-            if not _BARE_BODY.fullmatch(inner):
-                return False
-            row: list[str | None] = [_bare(v) for v in inner.split(",")]
-        else:
-            if not _FAST_ROW.fullmatch(body[:-1]):
-                return False
-            row = [_literal_value(t) for t in _FAST_LIT.findall(body[:-1], 1)]
-        st.add(row, line, text)
-        st.statements += 1
-        return True
-
-    def full() -> bool:
-        return st.rows >= rows_per_chunk
-
-    def bulk(texts: list[str], first_line: int) -> bool:
-        """A whole block of one-row, quote-free INSERTs with the known head: parsed column-wise."""
-        if len(st.fast_heads) != 1 or st.width < 1:
-            return False
-        head = st.fast_heads[0]
-        lines = pl.Series(texts, dtype=pl.String).str.strip_chars_end()
-        if not lines.str.starts_with(head).all():
-            return False
-        body = lines.str.slice(len(head))
-        if not (body.str.starts_with("(") & body.str.ends_with(");")).all():
-            return False
-        inner = body.str.slice(1).str.head(-2)
-        if not inner.str.contains(f"^{_BARE_BODY.pattern}$").all():
-            return False
-        if not (inner.str.count_matches(",", literal=True) == st.width - 1).all():
-            return False
-        parts = inner.str.split_exact(",", st.width - 1).struct.unnest()
-        frame = parts.select(
-            pl.when(pl.col(c).str.strip_chars().str.to_lowercase().is_in(["null"]))
-            .then(None)
-            .when(pl.col(c).str.strip_chars().str.to_lowercase().is_in(["true", "false"]))
-            .then(pl.col(c).str.strip_chars().str.to_lowercase())
-            .otherwise(pl.col(c).str.strip_chars())
-            .alias(f"c{i}")
-            for i, c in enumerate(parts.columns)
-        )
-        st.add_frame(frame, list(range(first_line, first_line + len(texts))))
-        return True
-
-    end = 0
-    for stmt, line, end in _statements(path, encoding, fast, full, bulk):
-        if st.pending_chunk(rows_per_chunk):
-            yield st.take(end)
-        if not stmt:
-            continue
-        if stmt.startswith("\\"):
-            if _META_OK.match(stmt):
-                st.ignored += 1
-                continue
-            raise ScriptError("refused psql meta-command", line, stmt)
-        m = _HEAD.match(stmt)
-        if not m:
-            if _IGNORED.match(stmt):
-                st.ignored += 1
-                continue
-            raise ScriptError("refused statement (only INSERT ... VALUES is loaded)", line, stmt.strip())
-        head = m.group(0)
-        tgt = st.heads.get(head)
-        if tgt is None:
-            tgt = _target(m.group(1), m.group(2))
-            st.heads[head] = tgt
-            if st.target is None or tgt == st.target:
-                st.fast_heads = (*st.fast_heads, head)
-        if st.target is None:
-            st.target = tgt
-        elif tgt != st.target:
-            raise ScriptError(
-                "all statements must insert into the same table and columns as the first one", line, stmt.strip()
-            )
-        rest = stmt[m.end() :]
-        rows = _fast_rows(rest)
-        if rows is None:
-            rows, after = _values_slow(rest, line)
-            if not _only_comments(rest[after:]):
-                raise ScriptError("only one statement per INSERT is loaded", line, rest[after:].strip())
-        for r in rows:
-            st.add(r, line, stmt)
-        st.statements += 1
-    if st.target is not None and st.rows:
-        yield st.take(os.path.getsize(path))  # the last statements may all have taken the fast path
-
-
-class _State:
-    """Rows gathered for the next chunk: lists from the careful path, frames from the bulk one."""
-
-    def __init__(self) -> None:
-        self.target: InsertTarget | None = None
-        self.heads: dict[str, InsertTarget] = {}
-        self.fast_heads: tuple[str, ...] = ()
-        self.cols: list[list[str | None]] = []
-        self.frames: list[pl.DataFrame] = []
-        self.lines: list[int] = []
-        self.width = -1
-        self.statements = 0
-        self.ignored = 0
+    def prepare(self) -> None:
+        if self._future is None:
+            self._future = _CSV_POOL.submit(rows_to_csv, self._texts, self._width)
 
     @property
-    def rows(self) -> int:
-        return len(self.lines)
+    def data(self) -> bytes:
+        self.prepare()
+        assert self._future is not None
+        data, self._future = self._future.result(), None  # not kept: the rows are, and are smaller
+        return data
 
-    def add(self, row: list[str | None], line: int, stmt: str) -> None:
-        if self.width < 0:
-            assert self.target is not None
-            self.width = len(self.target.columns) if self.target.columns else len(row)
-            self.cols = [[] for _ in range(self.width)]
-        if len(row) != self.width:
-            raise ScriptError(f"a row has {len(row)} values, expected {self.width}", line, stmt.strip())
-        for col, v in zip(self.cols, row):
-            col.append(v)
-        self.lines.append(line)
+    @property
+    def lines(self) -> list[int]:
+        """The line of each row's statement."""
+        return [line for line, k in zip(self._stmt_lines, self._per_stmt) for _ in range(k)]
 
-    def _lists_to_frame(self) -> None:
-        if self.cols and self.cols[0]:
+
+Chunk = ParsedChunk | CopyChunk | CsvChunk
+
+
+@dataclass
+class TableInfo:
+    """One table the script fills, in the order it first appears."""
+
+    target: InsertTarget
+    kind: str  # "copy" or "insert"
+    first_line: int
+    rows: int = 0
+    statements: int = 0
+    width: int = -1
+    on_conflict: bool = False
+
+    def describe(self) -> str:
+        return f"{self.target.display()} ({self.rows:,} rows)"
+
+
+class _Reader:
+    def __init__(self, path: str) -> None:
+        self.f: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed by the parser
+        self.offset = 0
+        self.line = 1
+        if self.f.read(3) == b"\xef\xbb\xbf":
+            self.offset = 3
+        else:
+            self.f.seek(0)
+
+    def readline(self) -> bytes:
+        raw = self.f.readline()
+        self.offset += len(raw)
+        if raw:
+            self.line += 1
+        return raw
+
+    def seek(self, offset: int, line: int) -> None:
+        self.f.seek(offset)
+        self.offset, self.line = offset, line
+
+
+@dataclass
+class _Rows:
+    """Rows gathered for the next ParsedChunk of the current table."""
+
+    target: InsertTarget | None = None
+    on_conflict: bool = False
+    frames: list[pl.DataFrame] = field(default_factory=list)
+    lists: list[Row] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    statements: int = 0
+    end: int = 0
+
+    def _lists_to_frame(self, width: int) -> None:
+        if self.lists:
+            cols = list(zip(*self.lists)) if self.lists else []
             self.frames.append(
-                pl.DataFrame({f"c{i}": pl.Series(c, dtype=pl.String) for i, c in enumerate(self.cols)})
+                pl.DataFrame({f"c{i}": pl.Series(list(cols[i]), dtype=pl.String) for i in range(width)})
             )
-            self.cols = [[] for _ in range(self.width)]
-
-    def add_frame(self, frame: pl.DataFrame, lines: list[int]) -> None:
-        self._lists_to_frame()
-        self.frames.append(frame)
-        self.lines.extend(lines)
-        self.statements += frame.height
-
-    def pending_chunk(self, limit: int) -> bool:
-        return self.rows >= limit
-
-    def take(self, end: int) -> ParsedChunk:
-        assert self.target is not None
-        self._lists_to_frame()
-        frame = pl.concat(self.frames) if len(self.frames) > 1 else self.frames[0]
-        chunk = ParsedChunk(self.target, frame, self.lines, self.statements, end, self.ignored)
-        self.frames, self.lines, self.statements = [], [], 0
-        return chunk
+            self.lists = []
 
 
-def _bare(v: str) -> str | None:
-    t = v.strip()
-    c = t[0]
-    if c in "nN":
+class _Parser:
+    def __init__(
+        self,
+        path: str,
+        encoding: str,
+        rows_per_chunk: int,
+        want: Callable[[InsertTarget], bool] | None,
+        trusted: bool,
+        csv: bool = False,
+    ) -> None:
+        self.path, self.encoding = path, encoding
+        self.rows_per_chunk = max(1, rows_per_chunk)
+        self.want = want or (lambda _t: True)
+        self.trusted = trusted  # the script was read once already: tables not wanted are stepped over
+        self.r = _Reader(path)
+        self.heads: dict[str, InsertTarget] = {}
+        self.head = ""  # the head most recently seen, tried first
+        self.tables: dict[tuple[str | None, str], TableInfo] = {}
+        self.csv = csv  # fast rows as CSV (CsvChunk) rather than frames
+        self.block = _MIN_BLOCK
+        name = codecs.lookup(encoding).name
+        self.single_byte = name != "utf-8" and name != "utf-8-sig"
+        self.fast_encoding = not self.single_byte or name.startswith(_ONE_BYTE)
+        self.acc = _Rows()
+        self.careful_until = 0
+        # After the bulk path refuses a statement, the next statements go the careful way, twice
+        # as many after each refusal in a row: a file the bulk path never takes costs it little.
+        self.careful_left = self.careful_streak = 0
+        self.ignored = 0
+        self.carry: str | None = None  # the rest of a line after a statement's ';'
+
+    # -- the main loop -------------------------------------------------------------------
+
+    def run(self) -> Iterator[Chunk]:
+        try:
+            yield from self._run()
+        finally:
+            self.r.f.close()
+
+    def _run(self) -> Iterator[Chunk]:
+        r = self.r
+        while True:
+            if self.carry is not None:
+                text, self.carry = self.carry, None
+                start, line, fast_ok = r.offset, r.line - 1, False
+            else:
+                start, line = r.offset, r.line
+                raw = r.readline()
+                if not raw:
+                    break
+                text = raw.decode(self.encoding)
+                fast_ok = start >= self.careful_until and not self.careful_left
+            if fast_ok and self.heads and self.fast_encoding:
+                head = self._known_head(text)
+                if head is not None:
+                    yield from self._gather(start, line, head)
+                    continue
+            stripped = text.strip()
+            if not stripped or stripped.startswith("--"):
+                continue
+            if stripped.startswith("\\"):
+                if not stripped.startswith(_META_OK):
+                    raise ScriptError("refused psql meta-command", line, stripped)
+                self.ignored += 1
+                continue
+            if self.careful_left:
+                self.careful_left -= 1
+            yield from self._careful(text, line, start)
+        yield from self._take_rows()
+
+    def _known_head(self, text: str) -> str | None:
+        if self.head and text.startswith(self.head):
+            return self.head
+        if not text.startswith(("INSERT", "insert")):
+            return None
+        for head in self.heads:
+            if text.startswith(head):
+                self.head = head
+                return head
         return None
-    if c in "tTfF":
-        return t.lower()
-    return t
+
+    # -- the fast way: gather by quote parity, parse in bulk ----------------------------------
+
+    def _gather(self, start: int, line: int, head: str) -> Iterator[Chunk]:
+        """Statements from `start` on with this head: found by quote parity, checked and parsed in bulk."""
+        target = self.heads[head]
+        info = self.tables[target.key]
+        f, size = self.r.f, self.block
+        while True:
+            f.seek(start)
+            data = f.read(size)
+            at_eof = len(data) < size
+            cut = len(data) if at_eof else data.rfind(b";\n") + 2
+            g = gather(data[:cut].decode(self.encoding), head, single_byte=self.single_byte) if cut > 1 else None
+            if g is not None:
+                break
+            if at_eof or size >= _FAST_LIMIT:  # no end found by parity: the careful way
+                self.careful_until = start + 1
+                self.r.seek(start, line)
+                return
+            size *= 4
+        n = len(g.bodies)
+        bad_oc = [i for i, o in enumerate(g.on_conflict) if o != info.on_conflict]
+        n_ok = bad_oc[0] if bad_oc else n  # a change of ON CONFLICT: the careful way names the line
+        want = self.want(target)
+        rows, per_body = split_rows(g.bodies.head(n_ok))
+        if n_ok and not (self.trusted and not want):
+            n_ok = first_bad(rows, per_body, info.width)
+            if n_ok < len(per_body):
+                per_body = per_body.head(n_ok)
+                rows = rows.head(int(per_body.sum()))
+        if n_ok:
+            yield from self._switch(target, info.on_conflict)
+            counts = per_body.to_list()
+            if want and self.csv:
+                yield from self._take_rows()
+                yield CsvChunk(target, rows, info.width, [line + fl for fl in g.first_line[:n_ok]], counts,
+                               start + g.end[n_ok - 1], info.on_conflict)
+            elif want:
+                lines = [line + fl for fl, k in zip(g.first_line, counts) for _ in range(k)]
+                _, frame, _ = parse_values(rows, info.width)
+                assert frame is not None
+                self.acc._lists_to_frame(info.width)  # careful rows before these keep their place
+                self.acc.frames.append(frame)
+                self.acc.lines.extend(lines)
+            info.rows += len(rows)
+            info.statements += n_ok
+            self.acc.statements += n_ok
+            self.acc.end = start + g.end[n_ok - 1]
+        if n_ok < n:
+            self.r.seek(start + g.start[n_ok], line + g.first_line[n_ok])
+            self.careful_until = start + g.end[n_ok]
+            self.block = _MIN_BLOCK
+            if n_ok == 0:
+                self.careful_streak = min(max(1, self.careful_streak * 2), 4096)
+                self.careful_left = self.careful_streak
+        else:
+            self.r.seek(start + g.end[-1], line + g.lines)
+            self.block = min(self.block * 2, _MAX_BLOCK)
+            self.careful_streak = 0
+        if len(self.acc.lines) >= self.rows_per_chunk:
+            yield from self._take_rows()
+
+    # -- the careful way -------------------------------------------------------------------
+
+    def _careful(self, text: str, line: int, start: int) -> Iterator[Chunk]:
+        scanner = StatementScanner()
+        parts: list[str] = []
+        while True:
+            end = scanner.feed(text)
+            if end >= 0:
+                parts.append(text[:end])
+                rest = text[end:]
+                break
+            parts.append(text)
+            raw = self.r.readline()
+            if not raw:
+                stmt = "".join(parts)
+                if _only_comments(stmt, line):
+                    return
+                raise ScriptError("unterminated statement at end of file", line, stmt.strip()[:60])
+            text = raw.decode(self.encoding)
+        stmt = "".join(parts)
+        parsed = classify(stmt, line)
+        if rest.strip() and not rest.strip().startswith("--"):
+            if isinstance(parsed, CopyStmt):
+                raise ScriptError("COPY ... FROM stdin; must end its line", line, rest.strip())
+            self.carry = rest
+        if isinstance(parsed, InsertStmt):
+            yield from self._careful_insert(parsed, line)
+        elif isinstance(parsed, CopyStmt):
+            yield from self._copy(parsed.target, line)
+        else:
+            self.ignored += 1
+
+    def _table(self, target: InsertTarget, kind: str, line: int) -> TableInfo:
+        info = self.tables.get(target.key)
+        if info is None:
+            info = self.tables[target.key] = TableInfo(target, kind, line)
+            if target.columns:
+                info.width = len(target.columns)
+        elif info.target.columns != target.columns:
+            raise ScriptError(
+                f"table {target.display()} appears again with a different column list", line, str(target.columns)
+            )
+        return info
+
+    def _careful_insert(self, st: InsertStmt, line: int) -> Iterator[Chunk]:
+        info = self._table(st.target, "insert", line)
+        if info.statements == 0 and info.rows == 0:
+            info.on_conflict = st.on_conflict
+        elif st.on_conflict != info.on_conflict:
+            raise ScriptError(
+                f"some INSERTs into {st.target.display()} say ON CONFLICT DO NOTHING and others do not", line
+            )
+        if info.width < 0:
+            info.width = len(st.rows[0])
+        for row in st.rows:
+            if len(row) != info.width:
+                raise ScriptError(f"a row has {len(row)} values, expected {info.width}", line, "")
+        if "\n" not in st.head and st.head.startswith(("INSERT", "insert")):
+            self.heads.setdefault(st.head, st.target)
+        yield from self._switch(st.target, st.on_conflict)
+        if self.want(st.target):
+            self.acc.lists.extend(st.rows)
+            self.acc.lines.extend([line] * len(st.rows))
+        info.rows += len(st.rows)
+        info.statements += 1
+        self.acc.statements += 1
+        self.acc.end = self.r.offset
+        if len(self.acc.lines) >= self.rows_per_chunk:
+            yield from self._take_rows()
+
+    def _copy(self, target: InsertTarget, line: int) -> Iterator[Chunk]:
+        info = self._table(target, "copy", line)
+        yield from self._take_rows()
+        r = self.r
+        start, first_line = r.offset, r.line
+        readline = r.f.readline
+        rows = 0
+        while True:
+            raw = readline()
+            if not raw:
+                raise ScriptError("COPY data not ended by a line \\.", line)
+            if raw[:2] == b"\\." and raw.rstrip(b"\r\n") == b"\\.":
+                break
+            rows += 1
+        end = r.f.tell()
+        r.offset, r.line = end, r.line + rows + 1
+        info.rows += rows
+        info.statements += 1
+        if rows:
+            yield CopyChunk(target, start, end - len(raw) - start, rows, first_line, end)
+
+    # -- chunks ------------------------------------------------------------------------------
+
+    def _switch(self, target: InsertTarget, on_conflict: bool) -> Iterator[Chunk]:
+        if self.acc.target is not None and self.acc.target != target:
+            yield from self._take_rows()
+        self.acc.target, self.acc.on_conflict = target, on_conflict
+
+    def _take_rows(self) -> Iterator[Chunk]:
+        acc = self.acc
+        if acc.target is None:
+            return
+        width = self.tables[acc.target.key].width
+        acc._lists_to_frame(width)
+        if acc.frames:
+            frame = pl.concat(acc.frames) if len(acc.frames) > 1 else acc.frames[0]
+            yield ParsedChunk(acc.target, frame, acc.lines, acc.statements, acc.end, self.ignored, acc.on_conflict)
+        self.acc = _Rows(acc.target, acc.on_conflict)
 
 
-def _fast_rows(rest: str) -> list[list[str | None]] | None:
-    """Single-row VALUES of simple literals ending in ';' (the common pg_dump shape), else None."""
-    text = rest.rstrip()
-    if not text.endswith(";"):
-        return None
-    body = text[:-1].rstrip()
-    m = _FAST_ROW.fullmatch(body)
-    if not m:
-        return None
-    return [[_literal_value(t) for t in _FAST_LIT.findall(body, 1)]]
+def _only_comments(text: str, line: int) -> bool:
+    from core.sources.sqlscan import lex
+
+    return not lex(text, line)
+
+
+def scan_script(
+    path: str,
+    *,
+    encoding: str = "utf-8",
+    rows_per_chunk: int = 50_000,
+    want: Callable[[InsertTarget], bool] | None = None,
+    tables: list[TableInfo] | None = None,
+    trusted: bool = False,
+    csv: bool = False,
+) -> Iterator[Chunk]:
+    """Every chunk of rows in file order: ParsedChunk for INSERTs, CopyChunk for COPY blocks.
+
+    `want` says which tables' rows to build (the others are only checked, or stepped over
+    when `trusted`: the script was checked already); `tables`, when given, is filled with
+    what the script holds.
+    """
+    parser = _Parser(path, encoding, rows_per_chunk, want, trusted, csv)
+    yield from parser.run()
+    if tables is not None:
+        tables.extend(parser.tables.values())
+
+
+def list_tables(path: str, *, encoding: str = "utf-8") -> list[TableInfo]:
+    """Read the whole script once: the tables it fills with their row counts, or a ScriptError."""
+    tables: list[TableInfo] = []
+    for _ in scan_script(path, encoding=encoding, want=lambda _t: False, tables=tables):
+        pass
+    return tables
+
+
+def iter_script(
+    path: str, *, encoding: str = "utf-8", rows_per_chunk: int = 50_000, table: InsertTarget | None = None
+) -> Iterator[ParsedChunk]:
+    """INSERT rows as ParsedChunks (COPY blocks decoded too), of one table or of the first one."""
+    from core.sources.sqlbulk import copy_text_frame
+
+    key = table.key if table is not None else None
+    want = None if key is None else (lambda t: t.key == key)
+    for chunk in scan_script(path, encoding=encoding, rows_per_chunk=rows_per_chunk, want=want):
+        if key is None:
+            key = chunk.target.key
+        if chunk.target.key != key:
+            continue
+        if isinstance(chunk, ParsedChunk):
+            yield chunk
+            continue
+        assert isinstance(chunk, CopyChunk)
+        line = chunk.first_line
+        for piece in chunk.pieces(path, min(8 << 20, max(1 << 16, rows_per_chunk * 256))):
+            frame = copy_text_frame(piece.decode(encoding), len(chunk.target.columns or ()), line)
+            lines = list(range(line, line + frame.height))
+            line += frame.height
+            yield ParsedChunk(chunk.target, frame, lines, frame.height, chunk.bytes_end)
 
 
 def validate_script(path: str, *, encoding: str = "utf-8") -> tuple[InsertTarget, int, int]:
-    target: InsertTarget | None = None
-    statements = rows = 0
-    for chunk in iter_script(path, encoding=encoding):
-        target = chunk.target
-        statements += chunk.statements
-        rows += len(chunk.lines)
-    if target is None:
-        raise ScriptError("the script has no INSERT statement", 1)
-    return target, statements, rows
+    """The first table, its statements and rows (kept for callers of the one-table API)."""
+    tables = list_tables(path, encoding=encoding)
+    if not tables:
+        raise ScriptError("the script has no INSERT statement or COPY block", 1)
+    first = tables[0]
+    return first.target, first.statements, first.rows

@@ -31,24 +31,29 @@ def statement_groups(frame: pl.DataFrame, lines: list[int] | None) -> list[list[
 class _Script(Strategy):
     script_only = True
     lines: list[int] | None = None  # set by the job before each write
+    on_conflict = False  # the script's INSERTs say ON CONFLICT DO NOTHING: so do the replayed ones
+
+    def _suffix(self) -> sql.Composable:
+        return sql.SQL(" ON CONFLICT DO NOTHING") if self.on_conflict else sql.SQL("")
 
     def _replay(self, frame: pl.DataFrame) -> int:
         assert self.conn is not None
         cur = self.conn.cursor()
-        row = 0
+        row = inserted = 0
         cache: dict[int, sql.Composed] = {}
         for group in statement_groups(frame, self.lines):
             stmt = cache.get(len(group))
             if stmt is None:
-                stmt = cache[len(group)] = self.insert_sql(len(group))
+                stmt = cache[len(group)] = self.insert_sql(len(group)) + self._suffix()
             try:
                 cur.execute(stmt, [v for r in group for v in r])
             except psycopg.Error as exc:
                 raise WriteFailed(exc, row) from exc
             row += len(group)
+            inserted += cur.rowcount if cur.rowcount >= 0 else len(group)
             if row % 512 < len(group):
                 self.ctx.cancel.check()
-        return frame.height
+        return inserted
 
     def write(self, frame: pl.DataFrame) -> int:
         return self._replay(frame)
@@ -91,7 +96,9 @@ class ScriptDoBlock(_Script):
                 sql.SQL("({})").format(sql.SQL(", ").join(sql.Literal(v) for v in r)) for r in group
             )
             body.append(
-                sql.SQL("INSERT INTO {} ({}) VALUES {}").format(self.ctx.table.ident(), self.column_list(), values)
+                sql.SQL("INSERT INTO {} ({}) VALUES {}{}").format(
+                    self.ctx.table.ident(), self.column_list(), values, self._suffix()
+                )
             )
         text = "BEGIN\n" + sql.SQL(";\n").join(body).as_string(self.conn) + ";\nEND"
         try:

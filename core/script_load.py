@@ -1,0 +1,284 @@
+"""The fast way to load a data script: every selected table through COPY, one transaction.
+
+COPY blocks go to `COPY ... FROM STDIN` as the file holds them (they are COPY text
+already); INSERT rows go as CSV converted column-wise. Each table of the script goes
+into its own table, in file order, and one commit makes them all visible (or none).
+Rows of `INSERT ... ON CONFLICT DO NOTHING` statements are copied into a temporary
+table and moved with `INSERT ... SELECT ... ON CONFLICT DO NOTHING` in file order, so a
+row whose key is already there is kept and the new one dropped, as psql would; the
+dropped rows are counted.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from core.db import TableRef, connect, table_columns
+from core.diagnose import server_reason
+from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem
+from core.events import Phase
+from core.sources.sql_source import CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
+from core.sources.sqlscript_parser import Chunk, TableInfo
+from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
+
+if TYPE_CHECKING:
+    from core.job import LoadJob, LoadResult, Plan
+
+_FORMATS = {
+    "text": sql.SQL(""),
+    "csvq": sql.SQL(" (FORMAT csv, QUOTE '''', NULL 'NULL')"),
+    "csv": sql.SQL(" (FORMAT csv)"),
+}
+
+
+def takes_over(spec: LoadSpec, strategy: str, plan: Plan) -> bool:
+    """Should this load of a SQL script go through COPY here, rather than the general job?"""
+    from core import mapping as mp
+
+    source = plan.source
+    if not isinstance(source, SqlScriptSource):
+        return False
+    simple = (
+        strategy == "copy-csv"
+        and spec.commit is CommitMode.SINGLE
+        and spec.on_error is ErrorPolicy.ABORT
+        and spec.target.mode in (LoadMode.APPEND, LoadMode.TRUNCATE)
+    )
+    if source.several:
+        if not simple:
+            raise ConfigError(
+                f"loading the {len(source.selected)} tables of this script in one run uses copy-csv with "
+                "--commit single, --on-error abort and mode append or truncate; pick one table "
+                "(--script-table) for other settings"
+            )
+        return True
+    if simple and mp.is_identity(plan.maps, source.columns()):
+        return True
+    if source.on_conflict and not strategy.startswith("script-"):
+        raise ConfigError(
+            "this script says ON CONFLICT DO NOTHING: load it with copy-csv, --commit single, --on-error abort "
+            "and mode append or truncate, or with a script-* strategy"
+        )
+    return False
+
+
+def _ahead(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+    """The chunks, each next one's CSV started before this one is sent (conversion overlaps COPY)."""
+    held: Chunk | None = None
+    for chunk in chunks:
+        if isinstance(chunk, CsvChunk):
+            chunk.prepare()
+        if held is not None:
+            yield held
+        held = chunk
+    if held is not None:
+        yield held
+
+
+@dataclass
+class _Table:
+    info: TableInfo
+    ref: TableRef
+    columns: list[str]
+    stage: TableRef | None = None  # ON CONFLICT DO NOTHING: rows wait here
+    staged: int = 0
+
+
+@dataclass
+class _Stream:
+    """The COPY being written, and where its records came from (for error lines)."""
+
+    table: _Table
+    fmt: str
+    copy: Any
+    cursor: Any
+    manager: Any  # the context manager that opened the COPY; leaving it ends the COPY
+    records: int = 0
+    origins: list[tuple[int, Chunk]] = field(default_factory=list)  # (first record, chunk)
+
+
+class ScriptLoad:
+    def __init__(self, job: LoadJob, dsn: str, plan: Plan) -> None:
+        assert isinstance(plan.source, SqlScriptSource)
+        self.job, self.dsn, self.plan, self.source = job, dsn, plan, plan.source
+        self.spec = job.spec
+        self.tables: dict[tuple[str | None, str], _Table] = {}
+        self.stream: _Stream | None = None
+        self.dropped = 0
+
+    def run(self) -> LoadResult:
+        from core.job import LoadResult
+
+        job, spec = self.job, self.spec
+        job._emit(Phase.PREPARING, force=True)
+        conn = connect(self.dsn)
+        unhook = job.cancel.add_hook(conn.cancel_safe)
+        try:
+            self._prepare(conn)
+            job._emit(Phase.LOADING, force=True)
+            for chunk in _ahead(self.source.load_chunks()):
+                job.cancel.check()
+                self.source.check_unchanged()
+                self._send(conn, chunk)
+                job.rows_read += chunk.rows
+                job.bytes_read = chunk.bytes_end
+                job._emit(Phase.LOADING)
+            self._end_stream()
+            job._emit(Phase.FINISHING, force=True)
+            for t in self.tables.values():
+                self._move(conn, t)
+            job.cancel.check()
+            conn.commit()
+        except Cancelled:
+            conn.rollback()
+            job._emit(Phase.CANCELLED, force=True)
+            raise
+        except psycopg.Error as exc:
+            error = self._explain(exc)  # before the rollback forgets the stream
+            self._rollback(conn)
+            if isinstance(exc, psycopg.errors.QueryCanceled) and job.cancel.cancelled:
+                job._emit(Phase.CANCELLED, force=True)
+                raise Cancelled() from None
+            raise error from None
+        except BaseException:
+            self._rollback(conn)
+            raise
+        finally:
+            unhook()
+            conn.close()
+        job._emit(Phase.DONE, force=True)
+        for t in self.tables.values():
+            job.on_log(f"{t.info.target.display()} -> {t.ref.display()}: {t.info.rows:,} rows")
+        if self.dropped:
+            job.on_log(f"{self.dropped:,} rows dropped: their key was already in the table (ON CONFLICT DO NOTHING)")
+        return LoadResult(
+            spec.strategy, job.rows_read, job.rows_loaded, 0, time.monotonic() - job._t0, job.bytes_read,
+            load_seconds=job._load_seconds(), rows_dropped=self.dropped,
+        )
+
+    # -- set-up -------------------------------------------------------------------------
+
+    def _prepare(self, conn: psycopg.Connection[Any]) -> None:
+        override = not self.source.several and bool(self.spec.target.table)
+        for info in self.source.selected:
+            if override:
+                ref = self.plan.target
+            else:
+                ref = TableRef(info.target.table, self.spec.target.schema or info.target.schema)
+            cols = table_columns(conn, ref)
+            if cols is None:
+                raise ConfigError(f"table {ref.display()} does not exist (the script fills it; create it first)")
+            if info.target.columns:
+                names = list(info.target.columns)
+            else:
+                if info.width > len(cols):
+                    raise ConfigError(
+                        f"table {ref.display()} has {len(cols)} columns; the script's rows have {info.width}"
+                    )
+                names = [c.name for c in cols[: info.width]]
+            t = _Table(info, ref, names)
+            if self.spec.target.mode is LoadMode.TRUNCATE:
+                conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+            if info.on_conflict:
+                t.stage = TableRef(f"_sluice_ocdn_{uuid.uuid4().hex[:12]}")
+                conn.execute(sql.SQL("CREATE TEMP TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
+                    t.stage.ident(), ref.ident()))
+                conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN _sluice_ord bigint GENERATED ALWAYS AS IDENTITY")
+                             .format(t.stage.ident()))
+            self.tables[info.target.key] = t
+
+    # -- sending ------------------------------------------------------------------------
+
+    def _send(self, conn: psycopg.Connection[Any], chunk: Chunk) -> None:
+        t = self.tables[chunk.target.key]
+        fmt = "text" if isinstance(chunk, CopyChunk) else "csvq" if isinstance(chunk, CsvChunk) else "csv"
+        s = self.stream
+        if s is None or s.table is not t or s.fmt != fmt:
+            self._end_stream()
+            dest = t.stage or t.ref
+            cols = sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
+            stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(dest.ident(), cols) + _FORMATS[fmt]
+            cur = conn.cursor()
+            manager = cur.copy(stmt)
+            s = self.stream = _Stream(t, fmt, manager.__enter__(), cur, manager)
+        s.origins.append((s.records, chunk))
+        if isinstance(chunk, CopyChunk):
+            for piece in chunk.pieces(str(self.source.path)):
+                s.copy.write(piece if self.source.encoding in ("utf-8", "utf8") else
+                             piece.decode(self.source.encoding).encode())
+        elif isinstance(chunk, CsvChunk):
+            s.copy.write(chunk.data)
+        else:
+            assert isinstance(chunk, ParsedChunk)
+            s.copy.write(chunk.frame.write_csv(include_header=False))
+        s.records += chunk.rows
+
+    def _end_stream(self) -> None:
+        s, self.stream = self.stream, None
+        if s is None:
+            return
+        try:
+            s.manager.__exit__(None, None, None)
+        except psycopg.Error:
+            self.stream = s  # for _explain
+            raise
+        n = s.cursor.rowcount if s.cursor.rowcount >= 0 else s.records
+        s.cursor.close()
+        if s.table.stage is not None:
+            s.table.staged += n
+        else:
+            self.job.rows_loaded += n
+
+    def _move(self, conn: psycopg.Connection[Any], t: _Table) -> None:
+        if t.stage is None:
+            return
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
+        cur = conn.execute(
+            sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ORDER BY _sluice_ord ON CONFLICT DO NOTHING").format(
+                t.ref.ident(), cols, cols, t.stage.ident())
+        )
+        moved = max(cur.rowcount, 0)
+        self.job.rows_loaded += moved
+        self.dropped += t.staged - moved
+        conn.execute(sql.SQL("DROP TABLE {}").format(t.stage.ident()))
+
+    def _rollback(self, conn: psycopg.Connection[Any]) -> None:
+        s, self.stream = self.stream, None
+        if s is not None:
+            try:
+                s.manager.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            except (psycopg.Error, RuntimeError):
+                pass
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            pass
+
+    def _explain(self, exc: psycopg.Error) -> Exception:
+        from core.strategies.copy import copy_error_row
+
+        reason = server_reason(exc)
+        if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled):
+            return LoadFailed(f"the connection failed during the load: {reason}; nothing was loaded")
+        record = copy_error_row(exc)
+        s = self.stream
+        if record is None or s is None:
+            return LoadFailed(f"{self.source.path}: {reason}; nothing was loaded")
+        line = None
+        for first, chunk in reversed(s.origins):
+            if first <= record:
+                i = record - first
+                if isinstance(chunk, CopyChunk):
+                    line = chunk.first_line + i
+                elif i < len(chunk.lines):
+                    line = chunk.lines[i]
+                break
+        where = f" (table {s.table.ref.display()})"
+        return BadRowError(RowProblem(str(self.source.path), record, line, None, None, reason + where))
