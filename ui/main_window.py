@@ -150,6 +150,16 @@ class MainWindow(QMainWindow):
             form.addWidget(QLabel(label))
             form.addWidget(w)
         form.addWidget(self.header_check)
+        self.script_table_label = QLabel("Table")
+        self.script_table_combo = QComboBox()
+        self.script_table_combo.setToolTip(
+            "This SQL script fills several tables: load all of them (each into its own table, in one "
+            "transaction) or pick one"
+        )
+        self.script_table_combo.activated.connect(self._on_script_table_picked)
+        form.addWidget(self.script_table_label)
+        form.addWidget(self.script_table_combo)
+        self._show_script_tables([], None)
         refresh = QPushButton("Apply")
         refresh.setToolTip("Re-read the preview with these options")
         refresh.clicked.connect(self._on_refresh_clicked)
@@ -416,6 +426,25 @@ class MainWindow(QMainWindow):
         if self.path_edit.text().strip():
             self._load_preview(self._source_options())
 
+    def _show_script_tables(self, tables: list[tuple[str, int]], picked: str | None) -> None:
+        """The pick-list of a script's tables; hidden unless it fills several."""
+        combo = self.script_table_combo
+        combo.blockSignals(True)
+        combo.clear()
+        if len(tables) > 1:
+            combo.addItem(f"all {len(tables)} tables ({sum(n for _, n in tables):,} rows)", None)
+            for name, rows in tables:
+                combo.addItem(f"{name} ({rows:,} rows)", name)
+            combo.setCurrentIndex(max(combo.findData(picked), 0) if picked else 0)
+        combo.blockSignals(False)
+        combo.setVisible(len(tables) > 1)
+        self.script_table_label.setVisible(len(tables) > 1)
+
+    def _on_script_table_picked(self, _index: int) -> None:
+        picked = self.script_table_combo.currentData()
+        self.table_combo.setEditText(str(picked or self.script_table_combo.itemData(1)).split(".")[-1])
+        self._on_refresh_clicked()
+
     def _load_preview(self, options: SourceOptions) -> None:
         self._generation += 1
         gen = self._generation
@@ -443,8 +472,10 @@ class MainWindow(QMainWindow):
         self.source_status.setText(f"{o.format}: {len(info.columns)} columns; showing {info.sample.height} rows"
                                    + (f"; {note}" if note else ""))
         self.null_edit.setToolTip(f"{NULL_TIP}\nSniffed: {note}" if note else NULL_TIP)
+        self._show_script_tables(info.script_tables, o.script_table)
         if not self.table_combo.currentText():
-            self.table_combo.setEditText(_table_name_for(o.path))
+            first = o.script_table or (info.script_tables[0][0] if info.script_tables else None)
+            self.table_combo.setEditText(first.split(".")[-1] if first else _table_name_for(o.path))
         self._rebuild_mapping()
         is_sql = o.format == "sql"
         for i, cls in enumerate(self._strategies):
@@ -472,6 +503,7 @@ class MainWindow(QMainWindow):
             null=self.null_edit.text(),
             # A sniffed marker keeps to the columns it was sniffed for until the user changes it.
             null_columns=self._sniffed_null_columns(),
+            script_table=self.script_table_combo.currentData() if self.script_table_combo.count() > 1 else None,
         )
 
     # -- target and mapping ------------------------------------------------------------------
