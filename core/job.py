@@ -302,12 +302,13 @@ class LoadJob:
                 self._stream_batches(strategy, plan)
             self._emit(Phase.FINISHING, force=True)
             self.cancel.check()
+            strategy.flush()
+            if spec.on_error is ErrorPolicy.ABORT:
+                self._check_arrived(strategy)
             if self.dry_run and not staged:
                 strategy.rollback()  # a check: nothing stays
             else:
                 strategy.commit()  # a check commits only into the scratch stage, whose move is rolled back
-            if raw:
-                self.rows_loaded = self.rows_read = strategy_rows(strategy, self.rows_loaded)
             if staged and stage is not None:
                 self._move(ctl, stage, ref, targets, mode)
         except WriteFailed as wf:
@@ -699,12 +700,23 @@ class LoadJob:
             self.cancel.check()
             plan.source.check_unchanged()
             write_raw(chunk.data)
-            # Newlines count records unless quoted fields hold some; the exact count comes from COPY.
-            self.rows_read += chunk.data.count(b"\n")
+            self.rows_read += count_records(chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
             self.rows_loaded = self.rows_read
             self.bytes_read = chunk.bytes_read
             self._emit(Phase.LOADING)
         plan.source.check_unchanged()
+
+    def _check_arrived(self, strategy: Strategy) -> None:
+        """Before committing: the server took every row sent, or the load is rolled back.
+
+        A stream that lost a chunk (a worker gone, a COPY ended early) would otherwise commit
+        fewer rows than the source holds, and say it loaded them all.
+        """
+        took = getattr(strategy, "rows_written", None)
+        if isinstance(took, int) and took != self.rows_loaded:
+            raise LoadFailed(
+                f"{self.rows_loaded:,} rows were sent but the server took {took:,}; rolled back, nothing was loaded"
+            )
 
     def _move(
         self, ctl: psycopg.Connection[Any], stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode
@@ -795,9 +807,19 @@ def _connection_lost(error: BaseException) -> bool:
     return isinstance(error, psycopg.OperationalError)
 
 
-def strategy_rows(strategy: Strategy, fallback: int) -> int:
-    n = getattr(strategy, "rows_written", None)
-    return int(n) if isinstance(n, int) and n >= 0 else fallback
+def count_records(data: bytes, quote: bytes) -> int:
+    """CSV records in `data` (whole records): newlines outside quoted fields, in linear time.
+
+    Only quotes and newlines matter; a run of quotes counts by its parity (a doubled quote
+    changes nothing), so what is left alternates outside/inside a quoted field.
+    """
+    if not quote or quote not in data:
+        return data.count(b"\n")
+    if len(quote) == 1:
+        keep = b"\n" + quote
+        data = data.translate(None, bytes(b for b in range(256) if b not in keep))
+        data = data.replace(quote + quote, b"")
+    return sum(part.count(b"\n") for part in data.split(quote)[::2])
 
 
 def source_is_csv(source: Source) -> bool:

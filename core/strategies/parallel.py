@@ -5,13 +5,14 @@ from __future__ import annotations
 import queue
 import threading
 import uuid
-from typing import Any
+from typing import Any, NoReturn
 
 import polars as pl
 import psycopg
 
 from core import janitor
 from core.db import connect
+from core.errors import LoadFailed
 from core.strategies.base import Strategy, WriteFailed, register
 from core.strategies.copy import copy_error_row, csv_copy_sql
 
@@ -22,7 +23,7 @@ class _Worker(threading.Thread):
     def __init__(self, owner: ParallelCopy, index: int, conn: psycopg.Connection[Any]) -> None:
         super().__init__(name=f"sluice-copy-{index}", daemon=True)
         self.owner, self.index, self.conn = owner, index, conn
-        self.error: WriteFailed | None = None
+        self.error: BaseException | None = None
         self.rows = 0
         self.sent: list[tuple[int, int]] = []  # (first source row, rows) of each chunk, in stream order
 
@@ -30,23 +31,27 @@ class _Worker(threading.Thread):
         q = self.owner.queue
         stopped = False
         try:
-            cur = self.conn.cursor()
-            with cur.copy(self.owner.copy_stmt) as cp:
-                while True:
-                    item = q.get()
-                    if item is _STOP:
-                        stopped = True
-                        break
-                    data, first_row, rows = item
-                    self.sent.append((first_row, rows))
-                    cp.write(data)
-            self.rows = cur.rowcount if cur.rowcount >= 0 else sum(n for _, n in self.sent)
-            cur.close()
+            with self.conn.cursor() as cur:
+                with cur.copy(self.owner.copy_stmt) as cp:
+                    while True:
+                        item = q.get()
+                        if item is _STOP:
+                            stopped = True
+                            break
+                        data, first_row, rows = item
+                        self.sent.append((first_row, rows))
+                        cp.write(data)
+                self.rows = cur.rowcount if cur.rowcount >= 0 else sum(n for _, n in self.sent)
         except psycopg.Error as exc:
-            self.error = WriteFailed(exc, self._source_row(copy_error_row(exc)))
-            self.owner.failed.set()
-            if not stopped:
-                self._drain(q)
+            self._failed(WriteFailed(exc, self._source_row(copy_error_row(exc))), stopped)
+        except BaseException as exc:  # noqa: BLE001 - any death must fail the load, or its chunks are lost
+            self._failed(exc, stopped)
+
+    def _failed(self, error: BaseException, stopped: bool) -> None:
+        self.error = error
+        self.owner.worker_failed(error)
+        if not stopped:
+            self._drain(self.owner.queue)
 
     def _source_row(self, stream_row: int | None) -> int | None:
         if stream_row is None:
@@ -83,6 +88,8 @@ class ParallelCopy(Strategy):
         n = max(1, self.ctx.workers)
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=2 * n)
         self.failed = threading.Event()
+        self._fail_lock = threading.Lock()
+        self._first_error: BaseException | None = None
         self.copy_stmt = csv_copy_sql(self)
         self.conns = [connect(self.ctx.dsn) for _ in range(n)]
         self._unhooks = [self.ctx.cancel.add_hook(c.cancel_safe) for c in self.conns]
@@ -101,11 +108,19 @@ class ParallelCopy(Strategy):
         self._row = 0
         self._finished = False
 
+    def worker_failed(self, error: BaseException) -> None:
+        with self._fail_lock:
+            if self._first_error is None:
+                self._first_error = error  # the cause; later failures are often its consequences
+        self.failed.set()
+
     def _put(self, data: bytes, first_row: int, rows: int) -> None:
         while True:
             if self.failed.is_set():
                 self._raise_first()
             self.ctx.cancel.check()
+            if not any(w.is_alive() for w in self.workers):
+                self._raise_first()  # nobody left to take the chunk
             try:
                 self.queue.put((data, first_row, rows), timeout=0.2)
                 return
@@ -130,15 +145,23 @@ class ParallelCopy(Strategy):
             return
         self._finished = True
         for _ in self.workers:
-            self.queue.put(_STOP)
+            # A worker that is gone takes no sentinel: never wait on a full queue for it.
+            while any(w.is_alive() for w in self.workers):
+                try:
+                    self.queue.put(_STOP, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
         for w in self.workers:
             w.join()
 
-    def _raise_first(self) -> None:
-        for w in self.workers:
-            if w.error is not None:
-                raise w.error
-        raise RuntimeError("a COPY worker failed")
+    def _raise_first(self) -> NoReturn:
+        error = self._first_error or next((w.error for w in self.workers if w.error is not None), None)
+        if isinstance(error, WriteFailed):
+            raise error
+        if error is None:
+            raise LoadFailed("the COPY workers stopped without a word; nothing was loaded")
+        raise LoadFailed(f"a COPY worker failed ({type(error).__name__}: {error}); nothing was loaded") from error
 
     def flush(self) -> None:
         self._stop_workers()
