@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -40,9 +40,10 @@ from core.errors import (
 )
 from core.events import Phase, Progress
 from core.rejects import Reject, RejectWriter, isolate
-from core.sources.base import Source
+from core.sources.base import Batch, RawChunk, Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec
+from core.stages import Prefetch
 from core.strategies.base import Strategy, WriteContext, WriteFailed, all_strategies, get_strategy
 from core.strategies.binary_values import BadValue
 
@@ -281,7 +282,10 @@ class LoadJob:
             )
             if raw:
                 d = plan.source.dialect  # type: ignore[attr-defined]
-                ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null}
+                # The reader hands COPY UTF-8 whatever the file's encoding: say so, so the
+                # server converts to the database's encoding (or refuses what it cannot store).
+                ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
+                ctx.force_not_null = raw_text_columns(plan)
             strategy = cls(ctx)
             if getattr(plan.source, "on_conflict", False) and hasattr(strategy, "on_conflict"):
                 strategy.on_conflict = True  # a script's INSERT ... ON CONFLICT DO NOTHING, replayed as such
@@ -681,30 +685,46 @@ class LoadJob:
 
     def _stream_batches(self, strategy: Strategy, plan: Plan) -> None:
         maps = plan.maps
-        for batch in plan.source.batches(self.spec.batch_rows):
-            self.cancel.check()
-            plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself
-            mapped = mp.apply(batch.frame, maps)
-            self._batch_first, self._last_frame = batch.first_row, mapped
-            if hasattr(strategy, "lines"):
-                strategy.lines = batch.lines
-            self.rows_read += batch.frame.height
-            self.rows_loaded += strategy.write(mapped)
-            self.bytes_read = batch.bytes_read
-            self._emit(Phase.LOADING)
+        prepare = strategy.prepare
+
+        def read() -> Iterator[tuple[Batch, pl.DataFrame, object]]:
+            # On the reader thread: parse, map and encode the next batches while this
+            # thread sends the current one (polars and file reads release the GIL).
+            for batch in plan.source.batches(self.spec.batch_rows):
+                mapped = mp.apply(batch.frame, maps)
+                yield batch, mapped, prepare(mapped)
+
+        with Prefetch(read()) as batches:
+            for batch, mapped, prepared in batches:
+                self.cancel.check()
+                plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself
+                self._batch_first, self._last_frame = batch.first_row, mapped
+                if hasattr(strategy, "lines"):
+                    strategy.lines = batch.lines
+                self.rows_read += batch.frame.height
+                self.rows_loaded += strategy.write_prepared(prepared, mapped)
+                self.bytes_read = batch.bytes_read
+                self._emit(Phase.LOADING)
         plan.source.check_unchanged()
 
     def _stream_raw(self, strategy: Strategy, plan: Plan) -> None:
+        with Prefetch(plan.source.raw_chunks()) as chunks:  # type: ignore[attr-defined]
+            self._send_raw(strategy, plan, chunks)
+        plan.source.check_unchanged()
+
+    def _send_raw(self, strategy: Strategy, plan: Plan, chunks: Iterable[RawChunk]) -> None:
         write_raw = strategy.write_raw  # type: ignore[attr-defined]
-        for chunk in plan.source.raw_chunks():  # type: ignore[attr-defined]
+        for chunk in chunks:
             self.cancel.check()
             plan.source.check_unchanged()
+            if chunk.odd:
+                # COPY would let that quote open a quoted value; the parser keeps it as written.
+                raise _ParseInstead("a quote inside an unquoted field, which COPY would read differently")
             write_raw(chunk.data)
             self.rows_read += count_records(chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
             self.rows_loaded = self.rows_read
             self.bytes_read = chunk.bytes_read
             self._emit(Phase.LOADING)
-        plan.source.check_unchanged()
 
     def _check_arrived(self, strategy: Strategy) -> None:
         """Before committing: the server took every row sent, or the load is rolled back.
@@ -820,6 +840,15 @@ def count_records(data: bytes, quote: bytes) -> int:
         data = data.translate(None, bytes(b for b in range(256) if b not in keep))
         data = data.replace(quote + quote, b"")
     return sum(part.count(b"\n") for part in data.split(quote)[::2])
+
+
+def raw_text_columns(plan: Plan) -> list[str]:
+    """Target columns where the file's null marker is a value: COPY must not read it as NULL."""
+    nulls = getattr(plan.source, "null_columns", None)
+    if nulls is None:
+        return []
+    keep = set(nulls)
+    return [m.target for m, s in zip(mp.included(plan.maps), plan.source.columns()) if s not in keep]
 
 
 def source_is_csv(source: Source) -> bool:

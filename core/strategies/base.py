@@ -76,6 +76,14 @@ class Strategy(ABC):
     def write(self, frame: pl.DataFrame) -> int:
         """Send the rows; return how many the server took. Raise WriteFailed."""
 
+    def prepare(self, frame: pl.DataFrame) -> object:
+        """Work on a batch that needs no connection (formatting, encoding), done ahead on the
+        reader thread; write_prepared() sends the result. Must not touch the connection."""
+        return None
+
+    def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
+        return self.write(frame)
+
     def flush(self) -> None:
         """End any statement still streaming (e.g. an open COPY)."""
 

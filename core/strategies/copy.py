@@ -139,6 +139,15 @@ class CopyCsv(_CopyStrategy):
     def _send(self, copy: psycopg.Copy, frame: pl.DataFrame) -> None:
         copy.write(frame.write_csv(include_header=False))
 
+    def prepare(self, frame: pl.DataFrame) -> object:
+        return frame.write_csv(include_header=False).encode()
+
+    def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
+        assert isinstance(prepared, bytes)
+        self.write_raw(prepared)
+        self._sent += frame.height
+        return frame.height
+
     def write_raw(self, data: bytes) -> None:
         copy = self._ensure_copy()
         try:
@@ -175,6 +184,21 @@ class CopyBinary(_CopyStrategy):
         self._row_mode = False
         if self._arrow is not None:
             copy.write(self._arrow.header())  # psycopg then leaves the header (and trailer) to us
+
+    def prepare(self, frame: pl.DataFrame) -> object:
+        return self._arrow.encode(frame) if self._arrow is not None else None
+
+    def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
+        if not isinstance(prepared, bytes):
+            return self.write(frame)
+        copy = self._ensure_copy()
+        try:
+            copy.write(prepared)
+        except psycopg.Error as exc:
+            self._stack = self._copy = None
+            raise WriteFailed(exc, copy_error_row(exc)) from exc
+        self._sent += frame.height
+        return frame.height
 
     def _send(self, copy: psycopg.Copy, frame: pl.DataFrame) -> None:
         data = self._arrow.encode(frame) if self._arrow is not None else None
