@@ -5,14 +5,9 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from core.events import Phase, Progress
+from core.events import Phase, Progress, human_seconds
 
-
-def human_seconds(s: float | None) -> str:
-    if s is None:
-        return "--:--"
-    s = int(s)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60:02d}:{s % 60:02d}"
+__all__ = ["ProgressLine", "format_progress", "human_seconds"]
 
 
 def format_progress(p: Progress) -> str:

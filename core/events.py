@@ -50,5 +50,13 @@ class Progress:
         return self.elapsed * (1 - frac) / frac
 
 
+def human_seconds(s: float | None) -> str:
+    """12:05 or 1:02:03; --:-- when unknown."""
+    if s is None:
+        return "--:--"
+    s = int(s)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60:02d}:{s % 60:02d}"
+
+
 ProgressCallback = Callable[[Progress], None]
 LogCallback = Callable[[str], None]

@@ -161,3 +161,11 @@ def value_converts(value: str, pg_type: str) -> bool:
     if base == "character varying" and "(" in t:
         return len(value) <= int(t.split("(")[1].rstrip(")"))
     return True
+
+
+# The pick-list of the mapping editor's type column (any other type name can still be typed).
+COMMON_TYPES = (
+    "text", "integer", "bigint", "smallint", "numeric", "double precision", "real", "boolean", "date",
+    "timestamp", "timestamptz", "time", "interval", "uuid", "jsonb", "json", "bytea", "character varying(255)",
+    "inet",
+)

@@ -66,7 +66,8 @@ def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
     types = [mp.suggested_type(sample[c], dtypes.get(c)) if c in sample.columns else "text" for c in source.columns()]
     seen = [source.columns()[i] for i in getattr(dialect, "null_seen", ()) if i < len(source.columns())]
     tables = [(t.target.display(), t.rows) for t in getattr(source, "tables", [])]
-    count, exact = _row_count(source, sample, len(bad), whole, tables)
+    picked = [(t, n) for t, n in tables if opts.script_table in (t, t.split(".")[-1])]
+    count, exact = _row_count(source, sample, len(bad), whole, picked or tables)
     return SourceInfo(opts, source.columns(), sample, types, seen, tables, bad[:BAD_SHOWN], count, exact)
 
 
@@ -203,3 +204,12 @@ def first_rows(dsn: str | None, ref: TableRef, limit: int = 1000) -> TableRows:
         cols = table_columns(conn, ref) or []
     types = {c.name: c.type for c in cols}
     return TableRows([d.name for d in desc], [types.get(d.name, "") for d in desc], rows)
+
+
+def committed(dsn: str | None, source_path: str, ref: TableRef) -> tuple[int, int, int] | None:
+    """A per-batch load's committed (source rows, loaded, rejected) from its checkpoint; None if none."""
+    from core import checkpoint as ck
+
+    with connect(resolve_dsn(dsn), autocommit=True) as conn:
+        state = ck.read(conn, ref, ck.load_key(source_path, ref))
+    return None if state is None else (state.rows_done, state.rows_loaded, state.rows_rejected)

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import statistics
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import shiboken6
 from psycopg.conninfo import make_conninfo
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDesktopServices,
+    QDragEnterEvent,
+    QDropEvent,
+    QFontDatabase,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -32,22 +42,37 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableView,
     QTabWidget,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
 
-from app.progress_line import human_seconds
 from core import profile
-from core.db import TableRef, strip_password
+from core.db import TableRef, resolve_dsn, strip_password
+from core.embedded import connection_help
 from core.errors import ConfigError, UnfinishedRun
-from core.events import Progress
+from core.events import Progress, human_seconds
 from core.job import LoadJob, LoadResult
-from core.mapping import default_mapping
-from core.preview import DatabaseInfo, SourceInfo, ddl_preview, inspect_database, inspect_source, inspect_table
+from core.mapping import match_by_name
+from core.preview import (
+    DatabaseInfo,
+    SourceInfo,
+    TableRows,
+    TableSize,
+    committed,
+    ddl_preview,
+    first_rows,
+    inspect_database,
+    inspect_source,
+    inspect_table,
+    table_size,
+)
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
+from ui import dialogs
 from ui.charts import ThroughputChart
 from ui.compare_tab import CompareTab
+from ui.mapping_delegate import MappingDelegate
 from ui.settings import Settings
 from ui.table_models import HistoryModel, MappingModel, PreviewModel, RejectsModel
 from ui.worker import Job
@@ -59,13 +84,22 @@ FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", 
 NULL_TIP = "Text that means NULL, e.g. NA or \\N (empty: an empty unquoted field is NULL, \"\" is empty text)"
 
 class MainWindow(QMainWindow):
-    """Signals: source_ready(), database_ready(), run_finished(object LoadResult), run_failed(str), run_cancelled()."""
+    """Signals: source_ready(), database_ready(), mapping_ready(), run_finished(object LoadResult),
+    run_failed(str), run_cancelled(), run_refused(str), run_ended() (counters, summary, history and log
+    final), check_finished(object LoadResult), table_shown(object TableDialog), server_info_shown(str).
+    """
 
     source_ready = Signal()
     database_ready = Signal()
+    mapping_ready = Signal()
     run_finished = Signal(object)
     run_failed = Signal(str)
     run_cancelled = Signal()
+    run_refused = Signal(str)
+    run_ended = Signal()
+    check_finished = Signal(object)
+    table_shown = Signal(object)
+    server_info_shown = Signal(str)
 
     def __init__(self, settings: Settings | None = None) -> None:
         super().__init__()
@@ -77,6 +111,12 @@ class MainWindow(QMainWindow):
         self._run_job: Job | None = None
         self._jobs: set[Job] = set()
         self._info: SourceInfo | None = None
+        self._mapping_gen = 0  # the newest mapping request; older table look-ups are dropped
+        self._confirmed: set[tuple[str, str | None, str]] = set()  # (file, schema, table) appends the user allowed
+        self._reject_files: dict[tuple[str, str], str] = {}  # (file, table) -> reject file of its last run
+        self._last_progress: Progress | None = None
+        self._run_kind = "load"  # or "check"
+        self.table_dialog: dialogs.TableDialog | None = None
         self.last_error = ""
         self._passwords: dict[str, str] = {}  # this session only; never written anywhere
         self._build()
@@ -100,7 +140,8 @@ class MainWindow(QMainWindow):
         rl.addWidget(self._target_panel())
         rl.addWidget(self._strategy_panel())
         top.addWidget(right)
-        top.setSizes([520, 500, 460])
+        top.setSizes([420, 640, 440])
+        self._top_split = top
         for i, stretch in enumerate((3, 3, 2)):  # extra width goes to the tables, not the form
             top.setStretchFactor(i, stretch)
         vsplit = QSplitter(Qt.Orientation.Vertical)
@@ -110,10 +151,15 @@ class MainWindow(QMainWindow):
         outer.addWidget(vsplit)
         self.compare_tab = CompareTab(self)
         tabs.addTab(self.compare_tab, "Compare")
+        self.compare_tab.finished.connect(self._on_compare_finished)
         self.history = HistoryModel()
         hist = QTableView()
         hist.setModel(self.history)
-        hist.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        hist.setWordWrap(False)
+        header = hist.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)  # the error text gets the rest; whole text in the tooltip
+        self.history_view = hist
         tabs.addTab(hist, "History")
         self.tabs = tabs
 
@@ -145,10 +191,16 @@ class MainWindow(QMainWindow):
         self.null_edit = QLineEdit()
         self.null_edit.setMaximumWidth(60)
         self.null_edit.setToolTip(NULL_TIP)
+        # Two short rows rather than one long one: the panel stays narrow and the mapping gets the width.
+        dialect = QHBoxLayout()
         for label, w in (("Format", self.format_combo), ("Delim", self.delim_edit), ("Quote", self.quote_edit),
-                         ("Encoding", self.encoding_edit), ("NULL", self.null_edit)):
-            form.addWidget(QLabel(label))
-            form.addWidget(w)
+                         ("Encoding", self.encoding_edit)):
+            dialect.addWidget(QLabel(label))
+            dialect.addWidget(w)
+        dialect.addStretch(1)
+        lay.addLayout(dialect)
+        form.addWidget(QLabel("NULL"))
+        form.addWidget(self.null_edit)
         form.addWidget(self.header_check)
         self.script_table_label = QLabel("Table")
         self.script_table_combo = QComboBox()
@@ -163,12 +215,16 @@ class MainWindow(QMainWindow):
         refresh = QPushButton("Apply")
         refresh.setToolTip("Re-read the preview with these options")
         refresh.clicked.connect(self._on_refresh_clicked)
+        form.addStretch(1)
         form.addWidget(refresh)
         lay.addLayout(form)
         self.preview = PreviewModel()
         view = QTableView()
         view.setModel(self.preview)
         view.horizontalHeader().setDefaultSectionSize(110)
+        view.verticalHeader().setDefaultSectionSize(22)
+        view.setWordWrap(False)
+        self.preview_view = view
         lay.addWidget(view)
         self.source_status = QLabel("No file yet.")
         lay.addWidget(self.source_status)
@@ -181,15 +237,29 @@ class MainWindow(QMainWindow):
         self.mapping.dataChanged.connect(self._on_mapping_changed)
         view = QTableView()
         view.setModel(self.mapping)
+        view.setItemDelegate(MappingDelegate(view))
+        view.setWordWrap(False)
+        view.verticalHeader().setVisible(False)
+        view.verticalHeader().setDefaultSectionSize(22)
         header = view.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # A sample can be a long text; it must not push the target name and type out of sight.
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(1, 110)
+        # Fixed widths: a long sample or name must not push the target type and warning out of sight.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for col, width in enumerate((96, 64, 96, 112, 50)):
+            header.resizeSection(col, width)
+        header.setMinimumSectionSize(30)
         header.setStretchLastSection(True)
         view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.mapping_view = view
         lay.addWidget(view)
-        lay.addWidget(QLabel("Edit target names and types; untick a column to skip it."))
+        row = QHBoxLayout()
+        self.mapping_hint = QLabel("Edit target names and types (your edits are kept); untick a column to skip it.")
+        self.mapping_hint.setWordWrap(True)
+        reset = QPushButton("Reset mapping")
+        reset.setToolTip("Forget your edits of names, types and ticks: back to what the file and table suggest")
+        reset.clicked.connect(self.reset_mapping)
+        row.addWidget(self.mapping_hint, 1)
+        row.addWidget(reset)
+        lay.addLayout(row)
         return box
 
     def _target_panel(self) -> QGroupBox:
@@ -292,24 +362,40 @@ class MainWindow(QMainWindow):
         self.restart_btn = QPushButton("Start over")
         self.restart_btn.setToolTip("Load every row again; rows the earlier run committed stay in the table")
         self.restart_btn.clicked.connect(lambda: self.start_run(restart=True))
+        self.check_btn = QPushButton("Check")
+        self.check_btn.setToolTip("Run the load with these settings inside a transaction that is rolled back: "
+                                  "see which rows would be rejected, and the rate, without changing the table")
+        self.check_btn.clicked.connect(self.check_run)
+        self.show_table_btn = QPushButton("Show table")
+        self.show_table_btn.setToolTip("The first 1,000 rows of the target table (read-only)")
+        self.show_table_btn.setEnabled(False)
+        self.show_table_btn.clicked.connect(self.show_table)
         buttons.addWidget(self.run_btn)
         buttons.addWidget(self.stop_btn)
+        buttons.addWidget(self.check_btn)
         buttons.addWidget(self.resume_btn)
         buttons.addWidget(self.restart_btn)
+        buttons.addWidget(self.show_table_btn)
         self._set_resumable(False)
         left.addLayout(buttons)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setFormat("idle")
         left.addWidget(self.progress)
-        self.counters = QLabel("read 0 · loaded 0 · rejected 0")
-        self.counters.setStyleSheet("font-size: 14px; font-weight: 600;")
+        self.counters = QLabel()
+        # Fixed-width digits in fixed-width fields: the layout does not shift while the numbers grow.
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        mono.setPointSize(10)
+        mono.setBold(True)
+        self.counters.setFont(mono)
+        self._show_counters(0, 0, 0)
         left.addWidget(self.counters)
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
         left.addWidget(self.summary)
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(20_000)
         self.run_tabs = QTabWidget()
         self.run_tabs.addTab(self.log, "Log")
         rejected = QWidget()
@@ -352,10 +438,16 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Export &history as CSV…", None, self._on_export_history)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+        map_menu = self.menuBar().addMenu("&Mapping")
+        self._action(map_menu, "&Reset mapping", None, self.reset_mapping)
         run_menu = self.menuBar().addMenu("&Run")
         self._action(run_menu, "&Run load", "Ctrl+R", self.start_run)
         self.addAction(self._action(run_menu, "Run (F5)", "F5", self.start_run))
+        self._action(run_menu, "&Check before loading (rolled back)", "Ctrl+K", self.check_run)
         self._action(run_menu, "&Stop", "Esc", self.stop_run)
+        self._action(run_menu, "Show &table", "Ctrl+T", self.show_table)
+        server_menu = self.menuBar().addMenu("&Server")
+        self._action(server_menu, "&Connection details (DSN, psql)…", None, self.show_server_info)
         self._refresh_recent()
 
     def _action(self, menu: Any, text: str, shortcut: Any, slot: Any) -> QAction:
@@ -399,14 +491,50 @@ class MainWindow(QMainWindow):
 
     def _on_background_failed(self, message: str) -> None:
         self.last_error = message
-        self.log.appendPlainText("error: " + message)
+        self._log("error: " + message)
         QMessageBox.warning(self, "Sluice", message)
+
+    def _log(self, text: str) -> None:
+        """Append to the log and follow its newest line."""
+        self.log.appendPlainText(text)
+        bar = self.log.verticalScrollBar()
+        bar.setValue(bar.maximum())
 
     # -- source ----------------------------------------------------------------------------
 
+    def _start_folder(self) -> str:
+        """The last folder a file was opened from or saved to, else home."""
+        folder = self.settings.last_folder
+        return folder if folder and Path(folder).is_dir() else str(Path.home())
+
+    def _file_dialog(self, title: str, filters: str, *, save: bool = False, name: str = "") -> str:
+        dlg = QFileDialog(self, title, self._start_folder(), filters)
+        dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave if save else QFileDialog.AcceptMode.AcceptOpen)
+        dlg.setFileMode(QFileDialog.FileMode.AnyFile if save else QFileDialog.FileMode.ExistingFile)
+        dlg.setViewMode(QFileDialog.ViewMode.Detail)
+        if save and "*." in filters:
+            dlg.setDefaultSuffix(filters.split("*.")[1].split(")")[0].split()[0])  # and asks before overwriting
+        if name:
+            dlg.selectFile(name)
+        dlg.setOption(QFileDialog.Option.DontUseNativeDialog, True)  # the same readable dialog everywhere
+        dlg.resize(960, 560)
+        for view in dlg.findChildren(QTreeView):
+            # Readable columns: names not cut at 150 px, sizes and dates not elided ("629...tes").
+            for col, width in enumerate((330, 90, 110, 170)):
+                view.header().resizeSection(col, width)
+        if not dlg.exec() or not dlg.selectedFiles():
+            return ""
+        path = dlg.selectedFiles()[0]
+        self._remember_folder(path)
+        return path
+
+    def _remember_folder(self, path: str) -> None:
+        self.settings.last_folder = str(Path(path).parent)
+        self.settings.save()
+
     def _on_open_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Open a data file", self.settings.last_folder,
+        path = self._file_dialog(
+            "Open a data file",
             "Data files (*.csv *.tsv *.txt *.parquet *.json *.ndjson *.jsonl *.xlsx *.sql *.arrow);;All files (*)",
         )
         if path:
@@ -415,12 +543,21 @@ class MainWindow(QMainWindow):
     def _on_path_entered(self) -> None:
         self.open_file(self.path_edit.text().strip())
 
-    def open_file(self, path: str, options: SourceOptions | None = None) -> None:
+    def open_file(self, path: str, options: SourceOptions | None = None, *, keep_target: bool = False) -> None:
+        """Preview a file; a different file proposes a new table named after it (unless `keep_target`)."""
+        new_file = path != self._opened_path
+        self._opened_path = path
         self.path_edit.setText(path)
         self.settings.remember("recent_files", path)
-        self.settings.save()
+        self._remember_folder(path)
         self._refresh_recent()
+        self._propose_table = new_file and not keep_target
+        if new_file:
+            self.mapping.reset_edits()  # edits belong to the file they were made on
         self._load_preview(options or SourceOptions(path=path))
+
+    _propose_table = False  # the next preview names the target after its file
+    _opened_path = ""
 
     def _on_refresh_clicked(self) -> None:
         if self.path_edit.text().strip():
@@ -467,15 +604,24 @@ class MainWindow(QMainWindow):
         self.header_check.setChecked(o.header is not False)
         self.encoding_edit.setText(o.encoding or "")
         self.null_edit.setText(o.null or "")
-        self.preview.set_frame(info.sample, info.types)
+        self.preview.set_frame(info.sample, info.types, info.bad)
+        self.preview_view.clearSpans()
+        for row in self.preview.bad_rows():
+            self.preview_view.setSpan(row, 0, 1, max(1, len(info.columns)))
         note = info.null_note()
-        self.source_status.setText(f"{o.format}: {len(info.columns)} columns; showing {info.sample.height} rows"
-                                   + (f"; {note}" if note else ""))
+        bad = f" and {len(info.bad)} malformed record{'s' if len(info.bad) != 1 else ''} (marked ⚠)" if info.bad else ""
+        self.source_status.setText(
+            f"{o.format}: {len(info.columns)} columns, {info.rows_text()}; showing {info.sample.height} rows{bad}"
+            + (f"; {note}" if note else ""))
         self.null_edit.setToolTip(f"{NULL_TIP}\nSniffed: {note}" if note else NULL_TIP)
         self._show_script_tables(info.script_tables, o.script_table)
-        if not self.table_combo.currentText():
+        if self._propose_table or not self.table_combo.currentText():
+            # A new file proposes a new table named after it, never the last file's table.
+            self._propose_table = False
             first = o.script_table or (info.script_tables[0][0] if info.script_tables else None)
+            self.table_combo.blockSignals(True)
             self.table_combo.setEditText(first.split(".")[-1] if first else _table_name_for(o.path))
+            self.table_combo.blockSignals(False)
         self._rebuild_mapping()
         is_sql = o.format == "sql"
         for i, cls in enumerate(self._strategies):
@@ -596,24 +742,80 @@ class MainWindow(QMainWindow):
         exists = bool(db and table in db.tables.get(self.schema_combo.currentText(), []))
         samples = {c: (None if info.sample.height == 0 else info.sample[c][0]) for c in info.columns}
         samples = {k: (None if v is None else str(v)) for k, v in samples.items()}
+        self._mapping_gen += 1
+        gen = self._mapping_gen
         if exists:
+            # Onto an existing table: by name only (never by position); the rest shows as unmatched.
             ref = TableRef(table, self.schema_combo.currentText() or None)
             dsn = self.dsn()
-            self._start(lambda *_a: inspect_table(dsn, ref),
-                        lambda cols: self._set_mapping(default_mapping(info.columns, info.sample, cols), samples))
+
+            def look(*_a: Any) -> tuple[Any, TableSize | None]:
+                return inspect_table(dsn, ref), table_size(dsn, ref)
+
+            def on_columns(got: tuple[Any, TableSize | None]) -> None:
+                if gen != self._mapping_gen:
+                    return  # the user moved on to another table or file
+                cols, self._target_size = got
+                self._mapping_pending = False
+                if cols is None:
+                    self._set_mapping(self._new_table_maps(info), samples, info, None)
+                    return
+                table_cols = [(c.name, c.type) for c in cols]
+                self._set_mapping(match_by_name(info.columns, cols), samples, info, table_cols)
+
+            self._mapping_pending = True
+            self._start(look, on_columns, self._on_mapping_failed)
             self.mode_combo.setCurrentText(LoadMode.APPEND.value if self.mode_combo.currentText() == "create"
                                            else self.mode_combo.currentText())
         else:
-            maps = [ColumnMap(target=c, source=c, type=t) for c, t in zip(info.columns, info.types)]
-            self._set_mapping(maps, samples)
+            self._mapping_pending = False
+            self._target_size = None
+            self._set_mapping(self._new_table_maps(info), samples, info, None)
             if table:
                 self.mode_combo.setCurrentText(LoadMode.CREATE.value)
 
-    def _set_mapping(self, maps: list[ColumnMap], samples: dict[str, str | None]) -> None:
-        self.mapping.set_mapping(maps, samples)
+    _mapping_pending = False  # the existing table's columns are on their way: a run waits for them
+    _target_size: TableSize | None = None  # the existing target's rows, looked up with its columns
+
+    def _on_mapping_failed(self, message: str) -> None:
+        self._mapping_pending = False
+        self._on_background_failed(message)
+
+    def _after_mapping(self, action: Any) -> bool:
+        """Run `action` once the pending mapping arrives (True), or say there is none pending (False)."""
+        if not self._mapping_pending:
+            return False
+        self.progress.setFormat("waiting for the table's columns…")
+        self.mapping_ready.connect(action, Qt.ConnectionType.SingleShotConnection)
+        return True
+
+    @staticmethod
+    def _new_table_maps(info: SourceInfo) -> list[ColumnMap]:
+        return [ColumnMap(target=c, source=c, type=t) for c, t in zip(info.columns, info.types)]
+
+    def _set_mapping(
+        self, maps: list[ColumnMap], samples: dict[str, str | None], info: SourceInfo | None = None,
+        table: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """Show a mapping (the user's edits laid over it); `table`: the existing target's columns."""
+        self.mapping.set_mapping(maps, samples, info.sample if info is not None else None, table)
         self._on_mapping_changed()
+        self.mapping_ready.emit()
+
+    def reset_mapping(self) -> None:
+        """Forget the user's edits: back to what the file and the table suggest."""
+        self.mapping.reset_edits()
+        self._rebuild_mapping()
+        self._log("mapping reset to the suggested one")
 
     def _on_mapping_changed(self, *_args: Any) -> None:
+        self.ddl_edit.setEnabled(self.mode_combo.currentText() == LoadMode.CREATE.value)  # used in create mode only
+        left = self.mapping.unmatched()
+        self.mapping_hint.setText(
+            f"<span style='color:#b00020'><b>{len(left)} column{'s' if len(left) != 1 else ''} not in the table"
+            f"</b> ({', '.join(m.source or m.target for m in left[:4])}{', …' if len(left) > 4 else ''}): "
+            "pick a target column or untick; Run waits until then.</span>" if left else
+            "Edit target names and types (your edits are kept); untick a column to skip it.")
         table = self.table_combo.currentText().strip()
         if table and self.mapping.maps and any(m.include for m in self.mapping.maps):
             try:
@@ -672,7 +874,7 @@ class MainWindow(QMainWindow):
         self.policy_combo.setCurrentText(spec.on_error.value)
         self._pending_columns = spec.columns
         self.source_ready.connect(self._on_profile_source_ready, Qt.ConnectionType.SingleShotConnection)
-        self.open_file(spec.source.path, spec.source)
+        self.open_file(spec.source.path, spec.source, keep_target=True)
 
     def _on_profile_source_ready(self) -> None:
         cols = getattr(self, "_pending_columns", None)
@@ -680,10 +882,12 @@ class MainWindow(QMainWindow):
             info = self._info
             samples = {} if info is None or info.sample.height == 0 else {
                 c: (None if info.sample[c][0] is None else str(info.sample[c][0])) for c in info.columns}
-            self._set_mapping([ColumnMap(**vars(c)) for c in cols], samples)
+            self.mapping.reset_edits()
+            self.mapping.adopt_edits(cols)  # the profile's choices are the user's: they survive a rebuild
+            self._set_mapping([ColumnMap(**vars(c)) for c in cols], samples, info, self.mapping.table())
 
     def _on_open_profile(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open profile", self.settings.last_folder, "Profiles (*.toml)")
+        path = self._file_dialog("Open profile", "Profiles (*.toml)")
         if path:
             self.open_profile(path)
 
@@ -702,19 +906,24 @@ class MainWindow(QMainWindow):
         self.apply_spec(spec)
 
     def _on_save_profile(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save profile", self.settings.last_folder, "Profiles (*.toml)")
+        name = _table_name_for(self.table_combo.currentText().strip() or "profile") + ".toml"
+        path = self._file_dialog("Save profile", "Profiles (*.toml)", save=True, name=name)
         if path:
             self.save_profile(path)
 
-    def save_profile(self, path: str) -> None:
+    def save_profile(self, path: str) -> str:
+        """Save the set-up as a profile; `.toml` is added when the name has no extension. Returns the path."""
+        if not Path(path).suffix:
+            path += ".toml"
         profile.save(self.current_spec(), path, extra={"compare": self.compare_tab.compare_settings()})
         self.settings.remember("recent_profiles", path)
         self.settings.save()
         self._refresh_recent()
-        self.log.appendPlainText(f"saved profile {path}")
+        self._log(f"saved profile {path}")
+        return path
 
     def _on_export_history(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export history", self.settings.last_folder, "CSV (*.csv)")
+        path = self._file_dialog("Export history", "CSV (*.csv)", save=True, name="sluice-history.csv")
         if path:
             self.export_history(path)
 
@@ -727,92 +936,242 @@ class MainWindow(QMainWindow):
     # -- run -------------------------------------------------------------------------------------
 
     def start_run(self, *, resume: bool = False, restart: bool = False) -> None:
-        """Run the load as set up; `resume` continues an interrupted per-batch run, `restart` ignores it."""
-        if self._run_job is not None:
+        """Run the load as set up; `resume` continues an interrupted per-batch run, `restart` ignores it.
+
+        Refused while a column is unmatched; before the first append into a table that has rows the
+        user is asked (the table's size is fetched on a worker first).
+        """
+        if self._run_job is not None or self._starting:
+            return
+        if self._after_mapping(lambda: self.start_run(resume=resume, restart=restart)):
             return
         spec = self.current_spec()
         if resume and spec.commit is not CommitMode.PER_BATCH:
             spec.commit = CommitMode.PER_BATCH  # only per-batch runs leave something to resume
             self.commit_combo.setCurrentText(CommitMode.PER_BATCH.value)
-        if not spec.source.path or not spec.target.table:
-            QMessageBox.information(self, "Sluice", "Open a file and name a target table first.")
+        if not self._runnable(spec):
             return
+        key = (spec.source.path, spec.target.schema, spec.target.table)
+        if spec.target.mode not in (LoadMode.APPEND, LoadMode.UPSERT) or resume or key in self._confirmed:
+            self._launch(spec, resume=resume, restart=restart)
+            return
+        if self._target_size is not None:  # looked up with the table's columns: ask now
+            self._starting = True
+            self._confirm_append(spec, self._target_size, restart)
+            return
+        self._starting = True
+        self.progress.setFormat("looking at the table…")
+        dsn, ref = spec.dsn, TableRef(spec.target.table, spec.target.schema)
+        self._start(lambda *_a: table_size(dsn, ref),
+                    lambda size: self._confirm_append(spec, size, restart),
+                    self._on_size_failed)
+
+    _starting = False  # a run is waiting for the table's size or the user's yes
+
+    def _runnable(self, spec: LoadSpec) -> bool:
+        if not spec.source.path or not spec.target.table:
+            self._refuse("Open a file and name a target table first.")
+            return False
+        left = self.mapping.unmatched()
+        if left:
+            names = ", ".join(repr(m.source or m.target) for m in left)
+            where = TableRef(spec.target.table, spec.target.schema).display()
+            self._refuse(f"{len(left)} column{'s' if len(left) != 1 else ''} of the file ({names}) "
+                         f"{'are' if len(left) != 1 else 'is'} not in {where}."
+                         "\n\nPick a target column for each in the mapping, or untick it to skip it.")
+            return False
+        return True
+
+    def _refuse(self, message: str) -> None:
+        self._log("not started: " + message.replace("\n\n", " "))
+        self.run_refused.emit(message)
+        QMessageBox.information(self, "Sluice", message)
+
+    def _on_size_failed(self, message: str) -> None:
+        self._starting = False
+        self.progress.setFormat("idle")
+        self._on_background_failed(message)
+
+    def _confirm_append(self, spec: LoadSpec, size: TableSize | None, restart: bool) -> None:
+        if not self._starting:
+            return  # stopped before it started
+        self._starting = False
+        self.progress.setFormat("idle")
+        info = self._info
+        if size is not None and size.rows > 0:
+            ref = TableRef(spec.target.table, spec.target.schema or "public").display()
+            rows = info.rows_text() if info is not None else "the file's rows"
+            verb = "Append" if spec.target.mode is LoadMode.APPEND else "Upsert"
+            question = f"{verb} {rows} to {ref} ({size.text()})?"
+            if info is not None and not info.rows_exact:
+                question += "\n\nThe file's row count is an estimate from its first rows."
+            if not dialogs.ask(self, f"{verb} to a table that has rows", question, verb):
+                self._log(f"not started: the user did not {verb.lower()} to {ref}")
+                self.run_refused.emit(question)
+                return
+        self._confirmed.add((spec.source.path, spec.target.schema, spec.target.table))
+        self._launch(spec, restart=restart)
+
+    def check_run(self) -> None:
+        """Check before loading: the load with these settings, rolled back at the end.
+
+        Bad rows are collected (policy skip, where the strategy allows it) so the check lists every
+        row that would be rejected; the table is left as it was.
+        """
+        if self._run_job is not None or self._starting:
+            return
+        if self._after_mapping(self.check_run):
+            return
+        spec = self.current_spec()
+        if not self._runnable(spec):
+            return
+        cls = next(c for c in self._strategies if c.id == spec.strategy)
+        if not cls.multi_connection:  # parallel-copy has no skip policy yet: its check stops at the first bad row
+            spec.on_error = ErrorPolicy.SKIP
+        folder = Path(tempfile.gettempdir()) / "sluice-checks"
+        folder.mkdir(exist_ok=True)
+        spec.reject_file = str(folder / f"{Path(spec.source.path).stem}-{dt.datetime.now():%Y%m%d-%H%M%S-%f}.csv")
+        self._launch(spec, dry_run=True)
+
+    def _launch(self, spec: LoadSpec, *, resume: bool = False, restart: bool = False, dry_run: bool = False) -> None:
+        if spec.on_error is ErrorPolicy.SKIP and spec.reject_file is None:
+            spec.reject_file = self._reject_file_for(spec, resume)
         self._generation += 1
+        self._run_kind = "check" if dry_run else "load"
+        self._last_progress = None
         self.progress.setValue(0)
         self.progress.setFormat("starting…")
         self.summary.setText("")
+        self._show_counters(0, 0, 0)
         self.chart.reset()
         self._set_resumable(False)
         self.rejects.load(None)
         self.open_rejects_btn.setEnabled(False)
         self.run_tabs.setTabText(1, "Rejected rows")
-        verb = "resuming" if resume else "starting over" if restart else "run"
-        self.log.appendPlainText(
+        verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
+        self._log(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
         job = Job(lambda on_progress, on_log, cancel: LoadJob(
-            spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart).run())
+            spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart,
+            dry_run=dry_run).run())
         self._run_job, self._run_spec = job, spec
         job.signals.progress.connect(self._on_run_progress)
-        job.signals.log.connect(self.log.appendPlainText)
+        job.signals.log.connect(self._log)
         job.signals.finished.connect(self._on_run_finished)
         job.signals.failed.connect(self._on_run_failed)
         job.signals.cancelled.connect(self._on_run_cancelled)
         self.run_btn.setEnabled(False)
+        self.check_btn.setEnabled(False)
         self.stop_btn.setEnabled(True)
         job.start()
 
+    def _reject_file_for(self, spec: LoadSpec, resume: bool) -> str:
+        """A new reject file per run (never overwriting an earlier one); a resumed run goes on in its own."""
+        key = (spec.source.path, spec.target.table)
+        if resume and key in self._reject_files:
+            return self._reject_files[key]
+        src = Path(spec.source.path)
+        stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}"
+        path = src.with_name(f"{src.name}.rejects-{stamp}.csv")
+        n = 2
+        while path.exists():
+            path = src.with_name(f"{src.name}.rejects-{stamp}-{n}.csv")
+            n += 1
+        self._reject_files[key] = str(path)
+        return str(path)
+
     def stop_run(self) -> None:
+        if self._starting:
+            self._starting = False
+            self.progress.setFormat("idle")
+            self._log("not started: stopped before the run began")
+            return
         if self._run_job is not None:
             self.progress.setFormat("stopping…")
             self._run_job.cancel()
 
+    def _show_counters(self, read: int, loaded: int, rejected: int, rate: str = "") -> None:
+        """Fixed-width fields (monospace font): the layout stays put while the numbers grow."""
+        self.counters.setText(f"read {read:>11,}  loaded {loaded:>11,}  rejected {rejected:>9,}" + (
+            f"\n{rate}" if rate else "\n"))
+
     def _on_run_progress(self, p: Progress) -> None:
+        self._last_progress = p
         self.chart.add(p)
         frac = p.fraction
         if frac is not None:
             self.progress.setValue(int(frac * 1000))
         eta = human_seconds(p.eta_s)
         self.progress.setFormat(f"{p.phase.value} {frac * 100 if frac else 0:.0f}%  ETA {eta}")
-        self.counters.setText(
-            f"read {p.rows_read:,} · loaded {p.rows_loaded:,} · rejected {p.rows_rejected:,}"
-            f"   {p.rows_per_s:,.0f} rows/s · {p.mb_per_s:.1f} MB/s")
+        self._show_counters(p.rows_read, p.rows_loaded, p.rows_rejected,
+                            f"{p.rows_per_s:>11,.0f} rows/s  {p.mb_per_s:>8,.1f} MB/s (average)")
 
-    def _end_run(self, outcome: str, result: LoadResult | None) -> None:
+    def _end_run(self, outcome: str, read: int, loaded: int, rejected: int, *, seconds: float | None = None,
+                 note: str = "") -> None:
+        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree."""
         self.chart.stop()
         self.run_btn.setEnabled(True)
+        self.check_btn.setEnabled(True)
         self.stop_btn.setEnabled(False)
         spec = self._run_spec
+        if seconds is None and self._last_progress is not None:
+            seconds = self._last_progress.elapsed  # a run that stopped: how long it went
+        rate = f"{loaded / seconds:,.0f}" if seconds and loaded else ""
+        self._show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
         self.history.add((
-            f"{dt.datetime.now():%H:%M:%S}", Path(spec.source.path).name, spec.target.table, spec.strategy,
-            f"{result.rows_loaded:,}" if result else "0", f"{result.seconds:.2f}" if result else "",
-            f"{result.rows_per_s:,.0f}" if result else "", outcome,
+            f"{dt.datetime.now():%H:%M:%S}", self._run_kind, Path(spec.source.path).name, spec.target.table,
+            spec.strategy, f"{read:,}", f"{loaded:,}", f"{rejected:,}", f"{seconds:.2f}" if seconds else "", rate,
+            outcome, note,
         ))
+        self._log(f"— {outcome}: read {read:,}, loaded {loaded:,}, rejected {rejected:,}. {self.summary.text()}")
         self._run_job = None
+        self.show_table_btn.setEnabled(True)
+        self.run_ended.emit()
 
     def _on_run_finished(self, result: LoadResult) -> None:
         self.progress.setValue(1000)
-        self.progress.setFormat("done")
-        self.counters.setText(f"read {result.rows_read:,} · loaded {result.rows_loaded:,} · "
-                              f"rejected {result.rows_rejected:,}")
-        rejected = (f" {result.rows_rejected:,} rows were rejected: see {result.reject_file}."
-                    if result.rows_rejected else "")
-        resumed = f" Resumed after {result.resumed_from:,} rows committed earlier." if result.resumed_from else ""
-        self.summary.setText(f"Loaded {result.rows_loaded:,} rows in {result.seconds:.2f} s "
-                             f"({result.rows_per_s:,.0f} rows/s) with {result.strategy}.{rejected}{resumed}")
+        check = self._run_kind == "check"
+        self.progress.setFormat("checked: rolled back" if check else "done")
+        rate = f"{result.rows_per_s:,.0f} rows/s"
+        if result.load_seconds:
+            rate += f"; {result.rows_loaded / result.load_seconds:,.0f} rows/s while loading"
+        if check:
+            bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
+                   if result.rows_rejected else "none would be rejected")
+            self.summary.setText(f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
+                                 f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
+        else:
+            rejected = (f" {result.rows_rejected:,} rows were rejected: see {result.reject_file}."
+                        if result.rows_rejected else "")
+            resumed = f" Resumed after {result.resumed_from:,} rows committed earlier." if result.resumed_from else ""
+            self.summary.setText(f"Loaded {result.rows_loaded:,} rows in {result.seconds:.2f} s "
+                                 f"({rate}) with {result.strategy}.{rejected}{resumed}")
         if result.reject_file:
             self.rejects.load(result.reject_file)
             self.open_rejects_btn.setEnabled(True)
             self.run_tabs.setTabText(1, f"Rejected rows ({self.rejects.total:,})")
             self.run_tabs.setCurrentIndex(1)
-        self._end_run("loaded", result)
+        loaded = 0 if check else result.rows_loaded
+        note = f"would load {result.rows_loaded:,}; rolled back" if check else (result.reject_file or "")
+        self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
+                      seconds=result.seconds, note=note)
+        if check:
+            self.check_finished.emit(result)
+            return
         self.refresh_table_list_quietly()
         self.run_finished.emit(result)
 
     def refresh_table_list_quietly(self) -> None:
+        self._target_size = None  # it has changed: look again before the next first append
         db = getattr(self, "_db", None)
         if db is not None:
             dsn = self.dsn()
             self._start(lambda *_a: inspect_database(dsn), self._on_database_inspected, lambda _m: None)
+
+    def _stopped_counts(self) -> tuple[int, int]:
+        """Rows read and rejected when the run stopped (the last progress event)."""
+        p = self._last_progress
+        return (p.rows_read, p.rows_rejected) if p is not None else (0, 0)
 
     def _on_run_failed(self, message: str) -> None:
         error = self._run_job.signals.error if self._run_job is not None else None
@@ -823,36 +1182,121 @@ class MainWindow(QMainWindow):
                        "Start over loads every row again (rows it committed stay in the table).")
             self.progress.setFormat("earlier run unfinished")
             self.summary.setText("An earlier run of this load is unfinished: Resume or Start over.")
-            self._end_run("not started", None)
+            self._end_run("not started", 0, 0, 0, note=error.described)
             self._set_resumable(True, restart=True)
             self.run_failed.emit(message)
             QMessageBox.information(self, "Unfinished load", message)
             return
         self.last_error = message
-        self.progress.setFormat("failed")
-        self.summary.setText("Failed: " + message)
-        self.log.appendPlainText("error: " + message)
-        self._end_run("failed", None)
+        self.progress.setFormat("check failed" if self._run_kind == "check" else "failed")
+        self._log("error: " + message)
         if per_batch and not isinstance(error, ConfigError):
             self._set_resumable(True, restart=True)
+
+            def then() -> None:
+                self.run_failed.emit(message)
+                QMessageBox.warning(self, "Load failed", message)
+
+            self._end_after_commits("failed", message, then)
+            return
+        read, _rejected = self._stopped_counts()
+        nothing = "The check was rolled back" if self._run_kind == "check" else "Nothing was loaded"
+        self.summary.setText(f"Failed: {message}" if "nothing was loaded" in message.lower()
+                             else f"Failed: {message}. {nothing}: the table is as it was.")
+        self._end_run("failed", read, 0, 0, note=message)
         self.run_failed.emit(message)
         QMessageBox.warning(self, "Load failed", message)
 
     def _on_run_cancelled(self) -> None:
         self.progress.setFormat("cancelled")
+        self._log("cancelled by the user")
         if self._run_spec.commit is CommitMode.PER_BATCH:
-            self.summary.setText("Stopped. The batches committed so far stay in the table; Resume continues.")
             self._set_resumable(True, restart=True)
-        else:
-            self.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
-        self._end_run("cancelled", None)
+            self._end_after_commits("cancelled", "stopped by the user", self.run_cancelled.emit)
+            return
+        read, _rejected = self._stopped_counts()
+        self.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
+        self._end_run("cancelled", read, 0, 0, note="stopped by the user; rolled back")
         self.run_cancelled.emit()
+
+    def _end_after_commits(self, outcome: str, note: str, then: Any) -> None:
+        """Per-batch: what stays is what the checkpoint says was committed, read on a worker; then `then()`."""
+        spec = self._run_spec
+        self.summary.setText("Stopped; reading what was committed…")
+        dsn, path, ref = spec.dsn, spec.source.path, TableRef(spec.target.table, spec.target.schema)
+
+        def done(state: tuple[int, int, int] | None) -> None:
+            read, loaded, rejected = state or (0, 0, 0)
+            self.summary.setText(
+                f"{'Failed' if outcome == 'failed' else 'Stopped'}. {loaded:,} rows from the batches committed "
+                f"so far stay in the table ({read:,} source rows done); Resume continues.")
+            self._end_run(outcome, read, loaded, rejected, note=note)
+            then()
+
+        def failed(message: str) -> None:
+            self.summary.setText(f"Stopped; what was committed is unknown ({message}).")
+            self._end_run(outcome, 0, 0, 0, note=note)
+            then()
+
+        self._start(lambda *_a: committed(dsn, path, ref), done, failed)
 
     def _set_resumable(self, on: bool, *, restart: bool = False) -> None:
         self.resume_btn.setVisible(on)
         self.resume_btn.setEnabled(on)
         self.restart_btn.setVisible(on and restart)
         self.restart_btn.setEnabled(on and restart)
+
+    # -- looking at the result ------------------------------------------------------------------
+
+    def show_table(self) -> None:
+        """The first 1,000 rows of the target in a read-only grid, fetched on a worker."""
+        table = self.table_combo.currentText().strip()
+        if not table:
+            return
+        dsn, ref = self.dsn(), TableRef(table, self._schema())
+
+        def fetch(*_a: Any) -> tuple[TableRows, TableSize | None]:
+            return first_rows(dsn, ref), table_size(dsn, ref)
+
+        self._start(fetch, lambda got: self._on_table_rows(ref, *got))
+
+    def _on_table_rows(self, ref: TableRef, rows: TableRows, size: TableSize | None) -> None:
+        if self.table_dialog is not None:
+            self.table_dialog.close()
+        self.table_dialog = dialogs.TableDialog(self, ref.display(), rows, size.text() if size else "?")
+        self.table_dialog.show()
+        self.table_shown.emit(self.table_dialog)
+
+    def show_server_info(self) -> None:
+        """A DSN and a psql command for the server in use (the embedded one is started if needed)."""
+        dsn = self.dsn()
+
+        def describe(*_a: Any) -> str:
+            lines = connection_help(resolve_dsn(dsn))
+            return "\n".join([("Embedded PostgreSQL" if dsn is None else "Server") + " — to reach it from outside:",
+                              *lines, "", "The same from a terminal: python -m app server status"])
+
+        self._start(describe, self._on_server_info)
+
+    def _on_server_info(self, text: str) -> None:
+        self._log(text)
+        dialogs.TextDialog(self, "Connection details", text).show()
+        self.server_info_shown.emit(text)
+
+    def _on_compare_finished(self, report: Any) -> None:
+        """A comparison goes into the history: its fastest result, round trip and sample size."""
+        results = [r for r in getattr(report, "results", []) if not getattr(r, "error", None)]
+        best = max(results, key=lambda r: statistics.median(r.runs) if r.runs else 0.0, default=None)
+        spec = self.current_spec()
+        rtt = getattr(report, "rtt_ms", 0.0)
+        sample = getattr(report, "sample_rows", None)
+        note = (f"{len(results)} results, RTT {rtt:g} ms, sample {sample:,} rows" if sample
+                else f"{len(results)} results, RTT {rtt:g} ms, whole file")
+        rate = f"{statistics.median(best.runs):,.0f}" if best is not None and best.runs else ""
+        self.history.add((
+            f"{dt.datetime.now():%H:%M:%S}", "compare", Path(spec.source.path).name, spec.target.table,
+            f"fastest: {best.strategy}" if best is not None else "", "", "", "", "", rate, "compared", note,
+        ))
 
     def _open_reject_file(self) -> None:
         if self.rejects.path:

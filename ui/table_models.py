@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
-from core.pgtypes import value_converts
+from core.mapping import unmatched
+from core.preview import sample_warnings
+from core.sources.base import BadRecord
 from core.spec import ColumnMap
 
 Index = QModelIndex | QPersistentModelIndex
@@ -16,36 +19,69 @@ _DISPLAY = Qt.ItemDataRole.DisplayRole
 
 
 class PreviewModel(QAbstractTableModel):
-    """The first rows of the source; header shows each column's inferred type."""
+    """The first rows of the source, malformed records in place (marked, with their reason).
+
+    The header shows each column's inferred type; a malformed record's text and reason stand
+    in its first column (the view spans it across the row).
+    """
+
+    BAD_COLOR = QColor("#fde2e1")
 
     def __init__(self) -> None:
         super().__init__()
         self._frame = pl.DataFrame()
         self._types: list[str] = []
+        self._rows: list[int | BadRecord] = []  # per shown row: the frame's row, or a malformed record
 
-    def set_frame(self, frame: pl.DataFrame, types: list[str]) -> None:
+    def set_frame(self, frame: pl.DataFrame, types: list[str], bad: Sequence[BadRecord] = ()) -> None:
         self.beginResetModel()
         self._frame, self._types = frame, types
+        # Bad records hold source row numbers like good ones: the good rows fill the gaps, in order.
+        by_row = {b.row: b for b in bad}
+        rows: list[int | BadRecord] = []
+        good = 0
+        for r in range(frame.height + len(by_row)):
+            if r in by_row:
+                rows.append(by_row[r])
+            elif good < frame.height:
+                rows.append(good)
+                good += 1
+        self._rows = rows
         self.endResetModel()
 
+    def bad_rows(self) -> list[int]:
+        """Shown rows that are malformed records."""
+        return [i for i, r in enumerate(self._rows) if isinstance(r, BadRecord)]
+
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else self._frame.height
+        return 0 if parent.isValid() else len(self._rows)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
         return 0 if parent.isValid() else self._frame.width
 
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
-        if not index.isValid() or role not in (_DISPLAY, Qt.ItemDataRole.ToolTipRole):
+        if not index.isValid() or index.row() >= len(self._rows) or index.column() >= self._frame.width:
             return None
-        if index.row() >= self._frame.height or index.column() >= self._frame.width:
+        row = self._rows[index.row()]
+        if isinstance(row, BadRecord):
+            if role == Qt.ItemDataRole.BackgroundRole:
+                return self.BAD_COLOR
+            if role == _DISPLAY and index.column() == 0:
+                return f"⚠ line {row.line}: {row.reason} — {row.record[:150]}"
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return f"Line {row.line}: this record {row.reason}; it is not a row.\n{row.record[:1000]}"
             return None
-        v = self._frame[index.row(), index.column()]
+        if role not in (_DISPLAY, Qt.ItemDataRole.ToolTipRole):
+            return None
+        v = self._frame[row, index.column()]
         return "NULL" if v is None else str(v)[:200]
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
         if role != _DISPLAY:
             return None
         if orientation == Qt.Orientation.Vertical:
+            if section < len(self._rows) and isinstance(self._rows[section], BadRecord):
+                return "⚠"
             return str(section + 1)
         if section >= self._frame.width:
             return None
@@ -54,19 +90,81 @@ class PreviewModel(QAbstractTableModel):
 
 
 class MappingModel(QAbstractTableModel):
-    """Source column, sample, target column, target type, include, warning."""
+    """Source column, sample, target column, target type, include, warning.
+
+    The user's edits (target name, type, include) are kept per source column and laid over
+    every new mapping (another table name, another file with that column) until `reset_edits`.
+    Onto an existing table the table's types hold, and a column it does not have is unmatched.
+    """
 
     HEADERS = ("Source column", "Sample", "Target column", "Target type", "Include", "Warning")
+    SOURCE, SAMPLE, TARGET, TYPE, INCLUDE, WARNING = range(6)
 
     def __init__(self) -> None:
         super().__init__()
         self.maps: list[ColumnMap] = []
         self._samples: dict[str, str | None] = {}
+        self._sample = pl.DataFrame()
+        self.table_columns: list[str] | None = None  # the existing table's columns; None for a new table
+        self._table_types: dict[str, str] = {}
+        self.edits: dict[str, dict[str, Any]] = {}  # source column -> {"target"/"type"/"include": value}
+        self._notes: list[str] = []
 
-    def set_mapping(self, maps: list[ColumnMap], samples: dict[str, str | None]) -> None:
+    def set_mapping(
+        self, maps: list[ColumnMap], samples: dict[str, str | None], sample: pl.DataFrame | None = None,
+        table: Sequence[tuple[str, str]] | None = None,
+    ) -> None:
+        """`table`: the existing target's (name, type) columns, or None for a new table."""
         self.beginResetModel()
-        self.maps, self._samples = maps, samples
+        self._samples = samples
+        if sample is not None:
+            self._sample = sample
+        self.table_columns = None if table is None else [n for n, _ in table]
+        self._table_types = dict(table or [])
+        for m in maps:
+            self._lay_edits(m)
+        self.maps = maps
+        self._recheck()
         self.endResetModel()
+
+    def table(self) -> list[tuple[str, str]] | None:
+        """The existing target's (name, type) columns; None for a new table."""
+        return None if self.table_columns is None else list(self._table_types.items())
+
+    def adopt_edits(self, maps: Sequence[ColumnMap]) -> None:
+        """Take a mapping (from a profile) as the user's own edits."""
+        for m in maps:
+            if m.source is not None:
+                self.edits[m.source] = {"target": m.target, "type": m.type, "include": m.include}
+
+    def reset_edits(self) -> None:
+        self.edits.clear()
+
+    def _lay_edits(self, m: ColumnMap) -> None:
+        e = self.edits.get(m.source or "")
+        if not e:
+            return
+        m.target = e.get("target", m.target)
+        m.include = e.get("include", m.include)
+        if self.table_columns is None:
+            m.type = e.get("type", m.type)
+        elif m.target in self._table_types:
+            m.type = self._table_types[m.target]
+
+    def unmatched(self) -> list[ColumnMap]:
+        """Included columns the existing table does not have: the run waits until each is matched or skipped."""
+        if self.table_columns is None:
+            return []
+        from core.db import Column
+
+        return unmatched(self.maps, [Column(n, t) for n, t in self._table_types.items()])
+
+    def _recheck(self) -> None:
+        self._notes = sample_warnings(self._sample, self.maps) if self._sample.width else [""] * len(self.maps)
+        missing = {id(m) for m in self.unmatched()}
+        for i, m in enumerate(self.maps):
+            if id(m) in missing:
+                self._notes[i] = f"not in the table ({m.target!r}): pick a column or untick"
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
         return 0 if parent.isValid() else len(self.maps)
@@ -75,11 +173,7 @@ class MappingModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.HEADERS)
 
     def warning(self, row: int) -> str:
-        m = self.maps[row]
-        sample = self._samples.get(m.source or "")
-        if m.include and sample is not None and not value_converts(sample, m.type):
-            return f"sample {sample[:30]!r} may not convert to {m.type}"
-        return ""
+        return self._notes[row] if row < len(self._notes) else ""
 
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
         if not index.isValid() or index.row() >= len(self.maps) or index.column() >= len(self.HEADERS):
@@ -89,6 +183,14 @@ class MappingModel(QAbstractTableModel):
             return Qt.CheckState.Checked if m.include else Qt.CheckState.Unchecked
         if role == Qt.ItemDataRole.ForegroundRole and col == 5:
             return QColor("#b35900")
+        if role == Qt.ItemDataRole.ForegroundRole and col in (2, 3) and m.source in self.edits:
+            return QColor("#1f4fb3")  # the user's own choice
+        unmatched_row = self.warning(index.row()).startswith("not in the table")
+        if role == Qt.ItemDataRole.BackgroundRole and col == 2 and unmatched_row:
+            return QColor("#fde2e1")
+        if role == Qt.ItemDataRole.ToolTipRole and col in (1, 5):
+            text = self.warning(index.row()) if col == 5 else self._samples.get(m.source or "")
+            return text or None
         if role not in (_DISPLAY, Qt.ItemDataRole.EditRole):
             return None
         sample = self._samples.get(m.source or "")
@@ -100,8 +202,8 @@ class MappingModel(QAbstractTableModel):
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
         base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-        if index.column() in (2, 3):
-            return base | Qt.ItemFlag.ItemIsEditable
+        if index.column() == 2 or (index.column() == 3 and self.table_columns is None):
+            return base | Qt.ItemFlag.ItemIsEditable  # an existing table's types are the table's
         if index.column() == 4:
             return base | Qt.ItemFlag.ItemIsUserCheckable
         return base
@@ -110,14 +212,20 @@ class MappingModel(QAbstractTableModel):
         if not index.isValid() or index.row() >= len(self.maps):
             return False
         m = self.maps[index.row()]
+        edit = self.edits.setdefault(m.source or "", {})
         if index.column() == 4 and role == Qt.ItemDataRole.CheckStateRole:
-            m.include = Qt.CheckState(value) == Qt.CheckState.Checked
+            m.include = edit["include"] = Qt.CheckState(value) == Qt.CheckState.Checked
         elif index.column() == 2 and role == Qt.ItemDataRole.EditRole and str(value).strip():
-            m.target = str(value).strip()
+            m.target = edit["target"] = str(value).strip()
+            if m.target in self._table_types:
+                m.type = self._table_types[m.target]
         elif index.column() == 3 and role == Qt.ItemDataRole.EditRole and str(value).strip():
-            m.type = str(value).strip()
+            m.type = edit["type"] = str(value).strip()
         else:
+            if not edit:
+                del self.edits[m.source or ""]
             return False
+        self._recheck()
         self.dataChanged.emit(self.index(index.row(), 0), self.index(index.row(), len(self.HEADERS) - 1))
         return True
 
@@ -128,9 +236,10 @@ class MappingModel(QAbstractTableModel):
 
 
 class HistoryModel(QAbstractTableModel):
-    """One row per run in this session."""
+    """One row per load, check or comparison in this session; the error or note in the last column."""
 
-    HEADERS = ("Time", "File", "Table", "Strategy", "Rows", "Seconds", "Rows/s", "Outcome")
+    HEADERS = ("Time", "Kind", "File", "Table", "Strategy", "Read", "Loaded", "Rejected", "Seconds", "Rows/s",
+               "Outcome", "Error / note")
 
     def __init__(self) -> None:
         super().__init__()
@@ -148,9 +257,18 @@ class HistoryModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.HEADERS)
 
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
-        if role != _DISPLAY or not index.isValid() or index.row() >= len(self.rows):
+        if not index.isValid() or index.row() >= len(self.rows) or index.column() >= len(self.HEADERS):
             return None
-        return self.rows[index.row()][index.column()] if index.column() < len(self.HEADERS) else None
+        text = self.rows[index.row()][index.column()]
+        if role == _DISPLAY:
+            return text
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return text or None
+        if role == Qt.ItemDataRole.TextAlignmentRole and 5 <= index.column() <= 9:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and index.column() == 10 and text in ("failed", "cancelled"):
+            return QColor("#b00020")
+        return None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
         if role == _DISPLAY and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
@@ -209,3 +327,34 @@ class RejectsModel(QAbstractTableModel):
         if role == _DISPLAY and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
             return self.HEADERS[section]
         return None
+
+
+class RowsModel(QAbstractTableModel):
+    """Read-only rows of a table (a first look after a load), headed by column name and type."""
+
+    def __init__(self, columns: list[str], types: list[str], rows: list[tuple[Any, ...]]) -> None:
+        super().__init__()
+        self._columns, self._types, self._rows = columns, types, rows
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._columns)
+
+    def data(self, index: Index, role: int = _DISPLAY) -> Any:
+        if role not in (_DISPLAY, Qt.ItemDataRole.ToolTipRole) or not index.isValid():
+            return None
+        if index.row() >= len(self._rows) or index.column() >= len(self._columns):
+            return None
+        v = self._rows[index.row()][index.column()]
+        return "NULL" if v is None else str(v)[:200 if role == _DISPLAY else 2000]
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
+        if role != _DISPLAY:
+            return None
+        if orientation == Qt.Orientation.Vertical:
+            return str(section + 1)
+        if section >= len(self._columns):
+            return None
+        return f"{self._columns[section]}\n{self._types[section]}"

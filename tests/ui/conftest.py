@@ -26,6 +26,14 @@ def window(qtbot, dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: messages.append(str(a[2])))
     monkeypatch.setattr(QMessageBox, "information", lambda *a, **k: messages.append(str(a[2])))
     w.messages = messages  # type: ignore[attr-defined]
+    # Questions (append to a table with rows?) are answered yes unless a test says otherwise.
+    w.answer = True  # type: ignore[attr-defined]
+
+    def ask(_parent: object, _title: str, text: str, _yes: str) -> bool:
+        messages.append(text)
+        return bool(w.answer)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr("ui.dialogs.ask", ask)
     with qtbot.waitSignal(w.database_ready, timeout=30_000):
         w.refresh_database()
     yield w

@@ -92,7 +92,7 @@ def test_stop_midway_leaves_table_unchanged(
     w.set_strategy("row-transaction")
     with qtbot.waitSignal(w.run_cancelled, timeout=60_000):
         w.run_btn.click()
-        qtbot.waitUntil(lambda: "read 0 " not in w.counters.text() and "loaded" in w.counters.text(), timeout=30_000)
+        qtbot.waitUntil(lambda: w._last_progress is not None and w._last_progress.rows_read > 0, timeout=30_000)
         w.stop_btn.click()
     assert _count(conn, table) == 0
     assert "Nothing was loaded" in w.summary.text()
