@@ -22,6 +22,26 @@ _IDENT_CHARS = _IDENT_START | frozenset("0123456789$")
 _DIGITS = frozenset("0123456789")
 _SPACE = frozenset(" \t\r\n\f\v")
 
+class _Find:
+    """str.find asked again and again with a start that only grows: the text is scanned once.
+
+    Two needles searched in turn (a quote and a backslash, say) would otherwise each rescan
+    the rest of a long line at every step: quadratic time on a line of backslashes.
+    """
+
+    __slots__ = ("hit", "needle", "text")
+
+    def __init__(self, text: str, needle: str) -> None:
+        self.text, self.needle, self.hit = text, needle, -2
+
+    def at(self, i: int) -> int:
+        """First occurrence at or after i, or -1."""
+        if self.hit == -1 or self.hit >= i:
+            return self.hit
+        self.hit = self.text.find(self.needle, i)
+        return self.hit
+
+
 # Scanner modes between lines.
 _CODE, _STR, _ESTR, _QID, _DOLLAR, _BLOCK = range(6)
 
@@ -41,11 +61,14 @@ class StatementScanner:
     def feed(self, line: str) -> int:
         """Index just after the statement's ';' in this line, or -1 when it goes on."""
         i, n = 0, len(line)
+        quote, dquote, backslash = _Find(line, "'"), _Find(line, '"'), _Find(line, "\\")
+        opens, closes = _Find(line, "/*"), _Find(line, "*/")
+        tag = _Find(line, self.tag)
         while i < n:
             mode = self.mode
             if mode in (_STR, _QID):
                 q = "'" if mode == _STR else '"'
-                j = line.find(q, i)
+                j = (quote if mode == _STR else dquote).at(i)
                 if j < 0:
                     return -1
                 if j + 1 < n and line[j + 1] == q:
@@ -54,8 +77,8 @@ class StatementScanner:
                 self.mode, i = _CODE, j + 1
                 continue
             if mode == _ESTR:
-                j = line.find("'", i)
-                k = line.find("\\", i)
+                j = quote.at(i)
+                k = backslash.at(i)
                 if 0 <= k < j or (j < 0 <= k):
                     i = k + 2
                     if i > n:  # a backslash ending the line escapes the newline's first byte
@@ -69,13 +92,15 @@ class StatementScanner:
                 self.mode, i = _CODE, j + 1
                 continue
             if mode == _DOLLAR:
-                j = line.find(self.tag, i)
+                if tag.needle != self.tag:
+                    tag = _Find(line, self.tag)
+                j = tag.at(i)
                 if j < 0:
                     return -1
                 self.mode, i = _CODE, j + len(self.tag)
                 continue
             if mode == _BLOCK:
-                a, b = line.find("/*", i), line.find("*/", i)
+                a, b = opens.at(i), closes.at(i)
                 if b < 0 and a < 0:
                     return -1
                 if 0 <= a < b or b < 0:
@@ -128,9 +153,10 @@ def _e_string(body: str, line: int) -> str:
     """The value of an E'...' body (quotes removed), PostgreSQL's backslash escapes applied."""
     out: list[str] = []
     i, n = 0, len(body)
+    backslash, doubled = _Find(body, "\\"), _Find(body, "''")
     while i < n:
-        k = body.find("\\", i)
-        q = body.find("''", i)
+        k = backslash.at(i)
+        q = doubled.at(i)
         nxt = min(x for x in (k, q, n) if x >= 0)
         out.append(body[i:nxt])
         if nxt == n:
@@ -241,8 +267,9 @@ def lex(text: str, line: int) -> list[Token]:
 
 def _skip_block(text: str, i: int, line: int) -> int:
     depth, j = 1, i + 2
+    opens, closes = _Find(text, "/*"), _Find(text, "*/")
     while depth:
-        a, b = text.find("/*", j), text.find("*/", j)
+        a, b = opens.at(j), closes.at(j)
         if b < 0:
             raise ScriptError("unterminated comment", line)
         if 0 <= a < b:
@@ -265,9 +292,10 @@ def _string_end(text: str, j: int, line: int) -> int:
 
 
 def _estring_end(text: str, j: int, line: int) -> int:
+    quote, backslash = _Find(text, "'"), _Find(text, "\\")
     while True:
-        k = text.find("'", j)
-        b = text.find("\\", j)
+        k = quote.at(j)
+        b = backslash.at(j)
         if 0 <= b < k:
             j = b + 2
             continue

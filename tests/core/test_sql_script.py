@@ -145,6 +145,15 @@ def _digit_rows(n: int) -> str:
     return "INSERT INTO t VALUES " + ", ".join([row] * (n // 260)) + ", (1a);\n"
 
 
+def _backslashes(n: int) -> str:
+    # An E'' string of escapes that never ends: the scanner must not look for the quote at each one.
+    return "INSERT INTO t VALUES (1);\nINSERT INTO t VALUES (E'" + "\\\\ x" * (n // 4) + ");\n"
+
+
+def _nested_comments(n: int) -> str:
+    return "INSERT INTO t VALUES (1);\nINSERT INTO t VALUES (1 " + "/* */ /* " * (n // 9) + ");\n"
+
+
 def _parse_seconds(path: str) -> float:
     import time
 
@@ -159,7 +168,9 @@ def _parse_seconds(path: str) -> float:
     return best
 
 
-@pytest.mark.parametrize("make", [_digits, _open_quote, _many_rows, _long_statement, _near_miss, _digit_rows])
+@pytest.mark.parametrize(
+    "make", [_digits, _open_quote, _many_rows, _long_statement, _near_miss, _digit_rows, _backslashes, _nested_comments]
+)
 def test_time_per_byte_stays_flat(tmp_path: Path, make: Callable[[int], str]) -> None:
     """Ten times the input takes about ten times as long (generous slack for a noisy machine)."""
     small = _write(tmp_path, make(100_000), "small.sql")
