@@ -48,12 +48,13 @@ class _CopyStrategy(Strategy):
     stream_rows = True
 
     def open(self) -> None:
-        super().open()
+        # Set before connecting: rollback() and close() run when the connection is refused too.
         self._stack: ExitStack | None = None
         self._copy: psycopg.Copy | None = None
         self._cur: psycopg.Cursor[Any] | None = None
         self._sent = 0
         self.rows_written = 0
+        super().open()
 
     def copy_sql(self) -> sql.Composed:
         return sql.SQL("COPY {} ({}) FROM STDIN").format(self.ctx.table.ident(), self.column_list())

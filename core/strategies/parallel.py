@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import polars as pl
@@ -91,22 +92,34 @@ class ParallelCopy(Strategy):
         self._fail_lock = threading.Lock()
         self._first_error: BaseException | None = None
         self.copy_stmt = csv_copy_sql(self)
-        self.conns = [connect(self.ctx.dsn) for _ in range(n)]
-        self._unhooks = [self.ctx.cancel.add_hook(c.cancel_safe) for c in self.conns]
-        self.conn = self.conns[0]
         self._gtrid = f"sluice-{uuid.uuid4().hex[:16]}"
+        # Everything rollback() and close() look at exists before the first connection is tried,
+        # so a refused one is reported as it is and closes the ones opened before it.
+        self.conns: list[psycopg.Connection[Any]] = []
+        self._unhooks: list[Callable[[], None]] = []
         self._lock_conn: psycopg.Connection[Any] | None = None
-        if self.two_phase:
-            # While this session lives, the janitor of another process leaves the group alone.
-            self._lock_conn = connect(self.ctx.dsn, autocommit=True)
-            janitor.hold(self._lock_conn, self._gtrid)
-            for i, c in enumerate(self.conns):
-                c.tpc_begin(c.xid(1, self._gtrid, f"{i}/{n}"))
+        self.workers: list[_Worker] = []
+        self._finished = True  # no worker to stop yet
+        self._row = 0
+        try:
+            for _ in range(n):
+                c = connect(self.ctx.dsn)
+                self.conns.append(c)
+                self._unhooks.append(self.ctx.cancel.add_hook(c.cancel_safe))
+            self.conn = self.conns[0]
+            if self.two_phase:
+                # While this session lives, the janitor of another process leaves the group alone.
+                self._lock_conn = connect(self.ctx.dsn, autocommit=True)
+                janitor.hold(self._lock_conn, self._gtrid)
+                for i, c in enumerate(self.conns):
+                    c.tpc_begin(c.xid(1, self._gtrid, f"{i}/{n}"))
+        except BaseException:
+            self.close()
+            raise
         self.workers = [_Worker(self, i, c) for i, c in enumerate(self.conns)]
+        self._finished = False
         for w in self.workers:
             w.start()
-        self._row = 0
-        self._finished = False
 
     def worker_failed(self, error: BaseException) -> None:
         with self._fail_lock:
@@ -206,10 +219,10 @@ class ParallelCopy(Strategy):
                 pass
 
     def close(self) -> None:
-        for u in self._unhooks:
+        unhooks, self._unhooks = self._unhooks, []
+        for u in unhooks:
             u()
         for c in self.conns:
             c.close()
-        lock_conn = getattr(self, "_lock_conn", None)  # absent when opening failed early
-        if lock_conn is not None:
-            lock_conn.close()
+        if self._lock_conn is not None:
+            self._lock_conn.close()
