@@ -215,3 +215,22 @@ def test_all_or_nothing_across_tables(
     assert err.value.problem.line == 8
     for t in (ta, tb):
         assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t))).fetchone() == (0,)
+
+
+@pytest.mark.parametrize("shape", ["plain", "rows-per-insert", "on-conflict"])
+def test_compare_lab_runs_the_script_strategies_on_a_real_dump(
+    shape: str, dumps: dict[str, bytes], dsn: str, conn: psycopg.Connection[Any], pair: tuple[str, str],
+    tmp_path: Path,
+) -> None:
+    """Seed 004's comparison on a pg_dump file: every script strategy and COPY, target untouched."""
+    from core.compare import CompareSpec, run_compare
+
+    _ref, target = pair
+    path = _write(tmp_path, dumps[shape], target)
+    base = LoadSpec(SourceOptions(str(path)), TargetSpec(target), dsn=dsn)
+    strategies = ["script-autocommit", "script-transaction", "script-do-block", "copy-csv"]
+    report = run_compare(CompareSpec(base, strategies, batch_rows=[100], repeat=1, sample_rows=120))
+    assert sorted(r.strategy for r in report.results) == sorted(strategies)
+    for r in report.results:
+        assert r.error is None and r.rows == 120, (r.strategy, r.error)
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(target))).fetchone() == (0,)
