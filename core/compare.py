@@ -1,14 +1,16 @@
 """Compare strategies on the user's own file, into a scratch copy of the target.
 
 Runs are interleaved (A B C A B C ...) so drift on a busy machine hits all alike,
-and the real target is never touched: each run loads an unlogged scratch table
-made LIKE the target (or from the mapping for a new table), emptied between runs.
+and the real target is never touched: each run loads a scratch table built to load
+as the target does (see scratch_like; from the mapping for a new table), emptied
+between runs.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import re
 import statistics
 import tempfile
 import threading
@@ -218,8 +220,7 @@ def run_compare(
                 maps = [replace(m) for m in maps]
             janitor.hold(ctl, scratch.name)  # each run's LoadJob sweeps orphans; this one is ours
             if plan.exists:
-                ctl.execute(sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING ALL)").format(
-                    scratch.ident(), ref.ident()))
+                scratch_like(ctl, scratch, ref)
             else:
                 ctl.execute(mp.create_table_sql(scratch, maps))
             results = combinations(spec, plan.source.format == "sql")
@@ -354,3 +355,45 @@ def _row_count(spec: LoadSpec) -> int:
         plan = plan_load(spec)
         _COUNTS[key] = sum(b.frame.height for b in plan.source.batches(100_000))
     return _COUNTS[key]
+
+
+_OPTION = re.compile(r"^[a-z_]+$")
+
+
+def scratch_like(ctl: Any, scratch: TableRef, ref: TableRef) -> None:
+    """A scratch table that loads as the target does, so the lab ranks what real loads rank.
+
+    It takes the target's persistence (logged unless the target is unlogged: WAL is much
+    of a load's cost), its columns, defaults, constraints, indexes, storage and
+    compression (LIKE ... INCLUDING ALL), its table and TOAST storage parameters, its
+    foreign keys and its triggers.
+    """
+    target = ref.ident().as_string(ctl)
+    row = ctl.execute(
+        "SELECT c.relpersistence, c.reloptions, t.reloptions, format('%%I.%%I', n.nspname, c.relname) "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "LEFT JOIN pg_class t ON t.oid = c.reltoastrelid WHERE c.oid = %s::regclass",
+        (target,),
+    ).fetchone()
+    persistence, options, toast_options, qualified = row
+    unlogged = sql.SQL("UNLOGGED ") if persistence == "u" else sql.SQL("")
+    ctl.execute(sql.SQL("CREATE {}TABLE {} (LIKE {} INCLUDING ALL)").format(unlogged, scratch.ident(), ref.ident()))
+    params = [(o, "") for o in options or []] + [(o, "toast.") for o in toast_options or []]
+    for option, prefix in params:
+        name, _, value = option.partition("=")
+        if _OPTION.match(name):
+            ctl.execute(sql.SQL("ALTER TABLE {} SET ({} = {})").format(
+                scratch.ident(), sql.SQL(prefix + name), sql.Literal(value)))
+    for (definition,) in ctl.execute(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'f'",
+        (target,),
+    ).fetchall():
+        # The definition is the server's own text for the target's foreign key.
+        ctl.execute(sql.SQL("ALTER TABLE {} ADD {}").format(scratch.ident(), sql.SQL(definition)))
+    scratch_name = scratch.ident().as_string(ctl)
+    for (definition,) in ctl.execute(
+        "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = %s::regclass AND NOT tgisinternal",
+        (target,),
+    ).fetchall():
+        # The server's CREATE TRIGGER for the target, pointed at the scratch table.
+        ctl.execute(sql.SQL(definition.replace(f" ON {qualified} ", f" ON {scratch_name} ", 1)))
