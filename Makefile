@@ -22,6 +22,7 @@ test: $(STAMP)
 check: $(STAMP)
 	$(VENV)/bin/ruff check app core ui tests bench
 	$(VENV)/bin/mypy app core ui
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) -m bench.run_bench $(BENCH_ARGS)
