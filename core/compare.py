@@ -16,7 +16,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -209,7 +210,9 @@ def run_compare(
         dsn_for_runs = dsn
     ref = TableRef(spec.base.target.table, spec.base.target.schema)
     scratch = TableRef(f"_sluice_cmp_{uuid.uuid4().hex[:10]}", ref.schema)
-    with tempfile.TemporaryDirectory(prefix="sluice-cmp-") as tmp, connect(dsn, autocommit=True) as ctl:
+    # The relay goes first: it stops whatever fails after it, connecting included.
+    with _stops(relay), tempfile.TemporaryDirectory(prefix="sluice-cmp-") as tmp, \
+            connect(dsn, autocommit=True) as ctl:
         try:
             base = replace(spec.base, dsn=dsn)
             plan = plan_load(base, ctl)
@@ -255,8 +258,15 @@ def run_compare(
             return CompareReport(results, spec.rtt_ms, spec.sample_rows)
         finally:
             ctl.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(scratch.ident()))
-            if relay is not None:
-                relay.stop()
+
+
+@contextmanager
+def _stops(relay: Any) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if relay is not None:
+            relay.stop()
 
 
 def _one_run(
@@ -269,11 +279,15 @@ def _one_run(
         limits[key] = _probe_limit(ctl, scratch, run_spec, budget_s, cancel)
         ctl.execute(sql.SQL("TRUNCATE {}").format(scratch.ident()))
     limit = limits[key]
-    if limit is not None:
-        res.reduced_rows = limit
-        folder = Path(tempfile.mkdtemp(prefix="sluice-cmp-"))
-        opts, _ = _write_sample(run_spec, limit, folder)
-        run_spec = replace(run_spec, source=opts)
+    with tempfile.TemporaryDirectory(prefix="sluice-cmp-") as folder:
+        if limit is not None:
+            res.reduced_rows = limit
+            opts, _ = _write_sample(run_spec, limit, Path(folder))
+            run_spec = replace(run_spec, source=opts)
+        _timed_run(run_spec, res, budget_s, cancel)
+
+
+def _timed_run(run_spec: LoadSpec, res: CompareResult, budget_s: float, cancel: CancelToken) -> None:
     token = CancelToken()
     unhook = cancel.add_hook(token.cancel)
     timer = threading.Timer(3 * budget_s, token.cancel)  # a run far over budget is stopped
@@ -287,6 +301,7 @@ def _one_run(
         return
     finally:
         timer.cancel()
+        timer.join()  # its thread is gone before the next run, not some time after
         unhook()
     res.rows = result.rows_loaded
     # The loading phase only: start-up, connecting and planning cost every strategy alike
@@ -314,11 +329,11 @@ def _probe_limit(ctl: Any, scratch: TableRef, run_spec: LoadSpec, budget_s: floa
             probe = min(probe, full - 1, int(n1 * budget_s / 4 / max(t1, 1e-6)))
             if probe < 2 * n1:
                 break  # the whole sample is about this small, or the probe would eat the budget
-        folder = Path(tempfile.mkdtemp(prefix="sluice-probe-"))
-        opts, probe_rows = _write_sample(run_spec, probe, folder)
-        t = time.monotonic()
-        LoadJob(replace(run_spec, source=opts), cancel=cancel).run()
-        timings.append((probe_rows, time.monotonic() - t))
+        with tempfile.TemporaryDirectory(prefix="sluice-probe-") as folder:
+            opts, probe_rows = _write_sample(run_spec, probe, Path(folder))
+            t = time.monotonic()
+            LoadJob(replace(run_spec, source=opts), cancel=cancel).run()
+            timings.append((probe_rows, time.monotonic() - t))
         ctl.execute(sql.SQL("TRUNCATE {}").format(scratch.ident()))
         if _estimate(timings, full) <= budget_s:
             return None

@@ -64,6 +64,7 @@ class Strategy(ABC):
         self.ctx = ctx
         self.conn: psycopg.Connection[Any] | None = None
         self._unhook: Callable[[], None] | None = None
+        self._write_cur: psycopg.Cursor[Any] | None = None
 
     def open(self) -> None:
         self.conn = connect(self.ctx.dsn, autocommit=not self.transactional)
@@ -99,10 +100,20 @@ class Strategy(ABC):
             except psycopg.Error:
                 pass
 
+    def write_cursor(self) -> psycopg.Cursor[Any]:
+        """The cursor every write on `conn` uses; close() closes it."""
+        assert self.conn is not None
+        if self._write_cur is None or self._write_cur.closed:
+            self._write_cur = self.conn.cursor()
+        return self._write_cur
+
     def close(self) -> None:
         if self._unhook:
             self._unhook()
             self._unhook = None
+        if self._write_cur is not None:
+            self._write_cur.close()
+            self._write_cur = None
         if self.conn is not None:
             self.conn.close()
 

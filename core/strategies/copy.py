@@ -93,6 +93,16 @@ class _CopyStrategy(Strategy):
                 stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
             except (psycopg.Error, RuntimeError):
                 pass
+        self._close_cursor()
+
+    def _close_cursor(self) -> None:
+        if self._cur is not None:
+            self._cur.close()
+            self._cur = None
+
+    def close(self) -> None:
+        self._close_cursor()  # a COPY that failed leaves its cursor
+        super().close()
 
     def rollback(self) -> None:
         self.abort()

@@ -53,8 +53,7 @@ class RowAutocommit(Strategy):
         self._sql = self.insert_sql()
 
     def write(self, frame: pl.DataFrame) -> int:
-        assert self.conn is not None
-        cur = self.conn.cursor()
+        cur = self.write_cursor()
         for i, row in enumerate(frame.iter_rows()):
             try:
                 cur.execute(self._sql, row)
@@ -79,8 +78,7 @@ class RowTransaction(Strategy):
         self._sql = self.insert_sql()
 
     def write(self, frame: pl.DataFrame) -> int:
-        assert self.conn is not None
-        cur = self.conn.cursor()
+        cur = self.write_cursor()
         for i, row in enumerate(frame.iter_rows()):
             try:
                 cur.execute(self._sql, row)
@@ -102,9 +100,8 @@ class ExecuteMany(Strategy):
         self._sql = self.insert_sql()
 
     def write(self, frame: pl.DataFrame) -> int:
-        assert self.conn is not None
         try:
-            self.conn.cursor().executemany(self._sql, frame.rows())
+            self.write_cursor().executemany(self._sql, frame.rows())
         except psycopg.Error as exc:
             raise WriteFailed(exc) from exc
         return frame.height
@@ -124,7 +121,7 @@ class Pipeline(Strategy):
 
     def write(self, frame: pl.DataFrame) -> int:
         assert self.conn is not None
-        cur = self.conn.cursor()
+        cur = self.write_cursor()
         try:
             with self.conn.pipeline():
                 for row in frame.iter_rows():

@@ -25,8 +25,7 @@ class MultirowValues(Strategy):
         self._full = self.insert_sql(self._per_stmt)
 
     def write(self, frame: pl.DataFrame) -> int:
-        assert self.conn is not None
-        cur = self.conn.cursor()
+        cur = self.write_cursor()
         n = self._per_stmt
         try:
             for start in range(0, frame.height, n):
