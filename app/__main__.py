@@ -5,13 +5,17 @@ from __future__ import annotations
 import os
 import sys
 
-from app.cli import HEADLESS
-from app.cli import main as cli_main
-
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    from app.cli import HEADLESS
+
     if args and args[0] in HEADLESS:
+        from app.lazy_imports import import_lazily
+
+        import_lazily("polars")  # the raw CSV path never needs it
+        from app.cli import main as cli_main
+
         return cli_main(args)
     from app.gui import main as gui_main
 

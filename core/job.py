@@ -91,7 +91,8 @@ def plan_load(spec: LoadSpec, conn: psycopg.Connection[Any] | None = None) -> Pl
     source = open_source(spec.source)
     ref = TableRef(spec.target.table, spec.target.schema)
     existing = table_columns(conn, ref) if conn is not None else None
-    maps = spec.columns or mp.default_mapping(source.columns(), source.sample(500), existing)
+    # Only a new table needs a sample (for its column types): an existing one has its own.
+    maps = spec.columns or mp.default_mapping(source.columns(), None if existing else source.sample(500), existing)
     mp.validate(maps, source.columns())
     types = {c.name: c.type for c in existing} if existing else {m.target: m.type for m in mp.included(maps)}
     return Plan(source, ref, maps, existing is not None, types)

@@ -69,7 +69,7 @@ def suggested_type(series: pl.Series, dtype: pl.DataType | None = None) -> str:
 
 def default_mapping(
     source_columns: Sequence[str],
-    sample: pl.DataFrame,
+    sample: pl.DataFrame | None,
     target_columns: Sequence[Column] | None = None,
 ) -> list[ColumnMap]:
     """Source columns onto an existing table (by name, else by position) or a new one."""
@@ -95,7 +95,8 @@ def default_mapping(
             )
         return maps
     return [
-        ColumnMap(target=s, source=s, type=suggested_type(sample[s]) if s in sample.columns else "text")
+        ColumnMap(target=s, source=s,
+                  type=suggested_type(sample[s]) if sample is not None and s in sample.columns else "text")
         for s in source_columns
     ]
 
