@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     load = sub.add_parser("load", help="load a file into a table")
     _source_args(load)
-    load.add_argument("--strategy", default="copy-csv")
+    load.add_argument("--strategy", default="auto",
+                      help="a strategy id (see `strategies`), or auto (the default): picks strategy, batch size "
+                           "and workers from the file and the target, and says why")
     load.add_argument("--batch-rows", type=int, default=10_000)
     load.add_argument("--workers", type=int, default=2)
     load.add_argument("--mode", choices=[m.value for m in LoadMode], default="append")
@@ -116,7 +118,7 @@ def spec_from_args(a: argparse.Namespace) -> LoadSpec:
         target=TargetSpec(table=table[1], schema=a.schema or table[0])
         if isinstance(table, tuple)
         else TargetSpec(table=table, schema=a.schema),
-        strategy=getattr(a, "strategy", "copy-csv"),
+        strategy=getattr(a, "strategy", "auto"),
         batch_rows=a.batch_rows if isinstance(a.batch_rows, int) else 10_000,
         workers=a.workers if isinstance(a.workers, int) else 2,
         commit=CommitMode(getattr(a, "commit", "single")),
@@ -186,6 +188,7 @@ def cmd_load(
 def cmd_strategies() -> int:
     from core.strategies.base import all_strategies
 
+    print(f"{'auto':<20} picks the strategy, batch size and workers from the file and the target (default)")
     for cls in all_strategies():
         extra = " (SQL scripts only)" if cls.script_only else ""
         print(f"{cls.id:<20} {cls.summary}{extra}")

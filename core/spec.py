@@ -68,7 +68,7 @@ class TargetSpec:
 class LoadSpec:
     source: SourceOptions
     target: TargetSpec
-    strategy: str = "copy-csv"
+    strategy: str = "auto"  # or a strategy id; auto picks one from the source and the target
     batch_rows: int = 10_000
     workers: int = 2
     commit: CommitMode = CommitMode.SINGLE

@@ -1,0 +1,92 @@
+"""`auto`: pick the strategy, batch size and workers from the source's shape and the target.
+
+The rules come from what the seeds and this machine's benchmarks measured (README,
+"Benchmarks"); each choice carries its reason in words, shown by the CLI, `--json` and
+the window. Every fixed strategy stays selectable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core.spec import CommitMode, ErrorPolicy
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from core.job import Plan
+    from core.spec import LoadSpec
+
+AUTO = "auto"
+WIDE_ROW_BYTES = 4096  # above this, per-row work on the server (TOAST) dominates, not parsing
+BATCH_BYTES = 8 << 20  # a batch of about this many bytes: few round trips, bounded memory
+
+
+@dataclass(frozen=True)
+class Choice:
+    strategy: str
+    batch_rows: int
+    workers: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "batch_rows": self.batch_rows, "workers": self.workers}
+
+
+def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
+    from core import mapping as mp
+    from core.job import source_is_csv
+    from core.strategies.arrow_binary import arrow_columns
+
+    source = plan.source
+    width = row_width(source.path, source.size) if source.format in ("csv", "tsv", "sql") else 0
+    batch = _batch_rows(width)
+    local = server_is_local(ctl)
+    if source.format == "sql":
+        return Choice("copy-csv", batch, 1, "an SQL script: its rows are parsed column-wise and sent with one COPY "
+                      "(seed 004: COPY is the fastest way to replay INSERTs)")
+    if spec.commit is CommitMode.PER_BATCH or spec.on_error is ErrorPolicy.SKIP:
+        why = "per-batch commits" if spec.commit is CommitMode.PER_BATCH else "the skip policy"
+        return Choice("copy-csv", batch, 1, f"with {why}, batches are written one at a time, each in its own "
+                      "transaction or savepoint; COPY (CSV) is the fastest strategy that does that")
+    if width > WIDE_ROW_BYTES:
+        rows = max(100, min(10_000, (4 << 20) // max(1, width)))
+        return Choice("pipeline", rows, 1, f"wide rows (about {width:,} bytes each): the server's per-row work "
+                      "dominates, and pipelined INSERTs measured fastest into a logged table (issue 14)")
+    identity = mp.is_identity(plan.maps, source.columns())
+    if source_is_csv(source) and identity and local:
+        return Choice("copy-csv", batch, 1, "a CSV file mapped column for column onto a server on this machine: "
+                      "its own bytes go to COPY, so the client spends almost nothing on cores the server needs")
+    types = plan.target_types
+    columns = [m.target for m in mp.included(plan.maps)]
+    typed = arrow_columns(columns, [types.get(c, "text") for c in columns]) is not None
+    if typed:
+        where = "on another machine" if not local else "on this machine, the mapping is not column for column,"
+        return Choice("copy-binary", batch, 1, f"every column has an exact binary form and the server is {where}: "
+                      "binary COPY spares the server its text parsing")
+    return Choice("copy-csv", batch, 1, "COPY (CSV), batches formatted column-wise: a column type (unconstrained "
+                  "numeric, arrays, enums...) has no exact binary form here")
+
+
+def _batch_rows(width: int) -> int:
+    return max(1_000, min(100_000, BATCH_BYTES // max(1, width or 100)))
+
+
+def row_width(path: Any, size: int) -> int:
+    """Average bytes per line in the file's first megabyte (0 when it cannot tell)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return 0
+    lines = head.count(b"\n")
+    if not lines:
+        return len(head) if size <= len(head) else size
+    return len(head) // lines
+
+
+def server_is_local(ctl: psycopg.Connection[Any]) -> bool:
+    """True for a Unix socket or a loopback address: client and server share this machine's cores."""
+    host = ctl.info.host or ""
+    return host.startswith("/") or host in ("localhost", "127.0.0.1", "::1", "")

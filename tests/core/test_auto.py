@@ -1,0 +1,79 @@
+"""`auto` picks a strategy from the source's shape and the target, says why, and loads exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import psycopg
+import pytest
+from psycopg import sql
+
+from core.job import LoadJob
+from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
+
+
+def _run(dsn: str, path: Path, table: str, **kw: Any) -> Any:
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=kw.pop("mode", LoadMode.CREATE)), dsn=dsn, **kw)
+    assert spec.strategy == "auto"  # the default
+    return LoadJob(spec).run()
+
+
+def _count(conn: psycopg.Connection[Any], table: str) -> int:
+    row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_csv_onto_a_local_server_goes_as_its_own_bytes(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = tmp_path / "narrow.csv"
+    path.write_text("a,b\n" + "".join(f"{i},{i * 2}\n" for i in range(5000)), encoding="utf-8")
+    t = table_name("auto")
+    result = _run(dsn, path, t)
+    assert result.chosen["strategy"] == "copy-csv" and result.chosen["workers"] == 1
+    assert 1_000 <= result.chosen["batch_rows"] <= 100_000
+    assert "own bytes" in result.reason
+    assert result.to_json()["reason"] == result.reason and _count(conn, t) == 5000
+
+
+@pytest.mark.parametrize(("commit", "policy", "word"), [
+    (CommitMode.PER_BATCH, ErrorPolicy.ABORT, "per-batch"), (CommitMode.SINGLE, ErrorPolicy.SKIP, "skip")])
+def test_per_batch_and_skip_take_a_strategy_that_writes_batch_by_batch(
+    commit: CommitMode, policy: ErrorPolicy, word: str, dsn: str, conn: psycopg.Connection[Any],
+    table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("a\n1\n2\n" + ("x\n" if policy is ErrorPolicy.SKIP else "3\n"), encoding="utf-8")
+    t = table_name("auto")
+    conn.execute(sql.SQL("CREATE TABLE {} (a int)").format(sql.Identifier(t)))
+    result = _run(dsn, path, t, mode=LoadMode.APPEND, commit=commit, on_error=policy)
+    assert result.chosen["strategy"] == "copy-csv" and word in result.reason
+    assert _count(conn, t) == (2 if policy is ErrorPolicy.SKIP else 3)
+
+
+def test_wide_rows_go_pipelined(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = tmp_path / "wide.csv"
+    path.write_text("id,body\n" + "".join(f"{i},{'x' * 9000}\n" for i in range(20)), encoding="utf-8")
+    t = table_name("auto")
+    result = _run(dsn, path, t)
+    assert result.chosen["strategy"] == "pipeline" and "wide rows" in result.reason
+    assert _count(conn, t) == 20
+
+
+def test_a_typed_source_goes_binary(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = tmp_path / "typed.parquet"
+    pl.DataFrame({"id": [1, 2, 3], "name": ["a", None, "c"], "ok": [True, False, None]}).write_parquet(path)
+    t = table_name("auto")
+    conn.execute(sql.SQL("CREATE TABLE {} (id bigint, name text, ok boolean)").format(sql.Identifier(t)))
+    result = _run(dsn, path, t, mode=LoadMode.APPEND)
+    assert result.chosen["strategy"] == "copy-binary" and "binary" in result.reason
+    assert conn.execute(sql.SQL("SELECT * FROM {} ORDER BY id").format(sql.Identifier(t))).fetchall() == [
+        (1, "a", True), (2, None, False), (3, "c", None)]
