@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import statistics
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ from PySide6.QtWidgets import (
 
 from core import profile
 from core.db import TableRef, resolve_dsn, strip_password
-from core.embedded import connection_help
+from core.embedded import connection_help, data_dir
 from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress, human_seconds
 from core.job import LoadJob, LoadResult
@@ -1028,8 +1027,10 @@ class MainWindow(QMainWindow):
         cls = next(c for c in self._strategies if c.id == spec.strategy)
         if not cls.multi_connection:  # parallel-copy has no skip policy yet: its check stops at the first bad row
             spec.on_error = ErrorPolicy.SKIP
-        folder = Path(tempfile.gettempdir()) / "sluice-checks"
+        folder = data_dir() / "checks"  # the would-be rejects of the last checks (the newest 20 kept)
         folder.mkdir(exist_ok=True)
+        for old in sorted(folder.glob("*.csv"), key=lambda p: p.stat().st_mtime)[:-19]:
+            old.unlink(missing_ok=True)
         spec.reject_file = str(folder / f"{Path(spec.source.path).stem}-{dt.datetime.now():%Y%m%d-%H%M%S-%f}.csv")
         self._launch(spec, dry_run=True)
 

@@ -3,12 +3,62 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# Said by the offscreen platform plugin itself, not by Sluice.
+QT_NOISE = ("This plugin does not support propagateSizeHints", "This plugin does not support raise()",
+            "This plugin does not support grabbing the keyboard")
+
+
+# Process-wide executors that live on purpose between loads (core/sources/sqlscript_parser.py).
+SHARED_POOLS = ("sluice-sql-csv",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every GUI test fails on a Qt warning (or worse) that Qt logs while it runs."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.qt_log_level_fail("WARNING"))
+            item.add_marker(pytest.mark.qt_log_ignore(*QT_NOISE))
+
+
+@pytest.fixture(autouse=True)
+def _no_leaks(qtbot: Any) -> Iterator[None]:
+    """A GUI test must not leave worker jobs, Python threads, windows or running timers behind.
+
+    Runs after pytest-qt has closed the test's widgets: what is still alive then has leaked.
+    """
+    from PySide6.QtCore import QCoreApplication, QEvent, QThreadPool, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    threads_before = {t.ident for t in threading.enumerate()}
+    yield
+    pool = QThreadPool.globalInstance()
+    assert pool.waitForDone(30_000), f"{pool.activeThreadCount()} worker job(s) still running after the test"
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+
+    def new_threads() -> list[str]:
+        # Qt's pool threads show up as dummy entries once they ran Python; the pool was checked above.
+        return [t.name for t in threading.enumerate() if t.ident not in threads_before and t.is_alive()
+                and not isinstance(t, threading._DummyThread) and not t.name.startswith(SHARED_POOLS)]
+
+    try:
+        qtbot.waitUntil(lambda: not new_threads(), timeout=10_000)  # a thread ending with its job may take a moment
+    except qtbot.TimeoutError:
+        pytest.fail(f"Python threads left running: {new_threads()}")
+    windows = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+    assert not windows, f"windows left open: {[w.windowTitle() or type(w).__name__ for w in windows]}"
+    timers = [t for w in QApplication.allWidgets() for t in w.findChildren(QTimer) if t.isActive()]
+    timers += [t for t in QCoreApplication.instance().findChildren(QTimer) if t.isActive()]
+    assert not timers, f"timers still running: {[(t.parent().__class__.__name__, t.interval()) for t in timers]}"
 
 
 @pytest.fixture
