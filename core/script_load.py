@@ -72,14 +72,19 @@ def takes_over(spec: LoadSpec, strategy: str, plan: Plan) -> bool:
 def _ahead(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
     """The chunks, each next one's CSV started before this one is sent (conversion overlaps COPY)."""
     held: Chunk | None = None
-    for chunk in chunks:
-        if isinstance(chunk, CsvChunk):
-            chunk.prepare()
+    try:
+        for chunk in chunks:
+            if isinstance(chunk, CsvChunk):
+                chunk.prepare()
+            if held is not None:
+                yield held
+            held = chunk
         if held is not None:
             yield held
-        held = chunk
-    if held is not None:
-        yield held
+            held = None
+    finally:
+        if isinstance(held, CsvChunk):
+            held.wait()  # a load that stopped early leaves no thread behind
 
 
 @dataclass

@@ -8,25 +8,40 @@ hands it to the careful parser, which loads it or refuses it with its line.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import polars as pl
 
 T = TypeVar("T")
-_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluice-sqlbulk")
 _HALVES_FROM = 20_000  # rows: below this, one thread is as fast
 
 
 def _in_halves(fn: Callable[[pl.Series], T], rows: pl.Series) -> list[T]:
-    """fn on each half of rows, the first on a helper thread: polars lets go of the GIL."""
+    """fn on each half of rows, the first on a helper thread (polars lets go of the GIL); both joined."""
     if len(rows) < _HALVES_FROM:
         return [fn(rows)]
     mid = len(rows) // 2
-    first = _POOL.submit(fn, rows.slice(0, mid))
-    second = fn(rows.slice(mid))
-    return [first.result(), second]
+    out: list[T] = []
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            out.append(fn(rows.slice(0, mid)))
+        except BaseException as exc:  # noqa: BLE001 - raised again on the calling thread
+            errors.append(exc)
+
+    helper = threading.Thread(target=first, name="sluice-sqlbulk", daemon=True)
+    helper.start()
+    try:
+        second = fn(rows.slice(mid))
+    finally:
+        helper.join()
+    if errors:
+        raise errors[0]
+    return [out[0], second]
+
 
 # One literal: a '' string (quotes doubled inside), a B'0101' bit string, or a bare word or number.
 _TOKEN = r"[bB]?'(?:[^']|'')*'|[^\s,()']+"

@@ -21,10 +21,10 @@ END = ";\n"
 @dataclass
 class Gathered:
     bodies: pl.Series  # the text after the head, without ';' or ON CONFLICT DO NOTHING
-    on_conflict: list[bool]
-    first_line: list[int]  # 0-based line of each statement in the block
-    start: list[int]  # offset of each statement in the block (bytes, or characters for one-byte encodings)
-    end: list[int]  # offset after each statement's ";\n"
+    on_conflict: pl.Series  # bool: the statement ended with ON CONFLICT DO NOTHING
+    first_line: pl.Series  # 0-based line of each statement in the block
+    start: pl.Series  # offset of each statement in the block (bytes, or characters for one-byte encodings)
+    end: pl.Series  # offset after each statement's ";\n"
     lines: int  # lines the statements take
 
 
@@ -54,9 +54,7 @@ def gather(text: str, head: str, *, single_byte: bool) -> Gathered | None:
     oc = body.str.ends_with(OCDN)
     if oc.any():
         body = pl.select(pl.when(oc).then(body.str.strip_suffix(OCDN)).otherwise(body)).to_series()
-    return Gathered(
-        body, oc.to_list(), first_line.to_list(), (end - size).to_list(), end.to_list(), int(newlines.sum())
-    )
+    return Gathered(body, oc, first_line, end - size, end, int(newlines.sum()))
 
 
 def _merge_open_quotes(parts: list[str], odd: list[bool]) -> list[str]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import codecs
 import os
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -44,7 +44,6 @@ __all__ = [
 _META_OK = ("\\restrict", "\\unrestrict", "\\connect", "\\c ")
 _FAST_LIMIT = 64 << 20  # a statement gathered by quote parity longer than this goes the careful way
 _MIN_BLOCK, _MAX_BLOCK = 1 << 14, 8 << 20  # bytes read per bulk step; small again after a statement it refused
-_CSV_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluice-sql-csv")  # polars frees the GIL
 _ONE_BYTE = ("latin", "iso8859", "cp125", "ascii", "cp437", "cp850", "mac-", "koi8")
 
 
@@ -105,29 +104,47 @@ class CsvChunk:
     """
 
     def __init__(
-        self, target: InsertTarget, texts: pl.Series, width: int, stmt_lines: list[int], per_stmt: list[int],
-        bytes_end: int, on_conflict: bool = False,
+        self, target: InsertTarget, texts: pl.Series, width: int, first_line: int, stmt_lines: pl.Series,
+        per_stmt: list[int], bytes_end: int, on_conflict: bool = False,
     ) -> None:
         self.target, self._texts, self._width = target, texts, width
-        self._stmt_lines, self._per_stmt = stmt_lines, per_stmt
+        self._first_line, self._stmt_lines, self._per_stmt = first_line, stmt_lines, per_stmt
         self.rows, self.bytes_end, self.on_conflict = len(texts), bytes_end, on_conflict
-        self._future: Future[bytes] | None = None
+        self._thread: threading.Thread | None = None
+        self._result: bytes | BaseException | None = None
 
     def prepare(self) -> None:
-        if self._future is None:
-            self._future = _CSV_POOL.submit(rows_to_csv, self._texts, self._width)
+        """Start making the CSV on a helper thread."""
+        if self._thread is None and self._result is None:
+            self._thread = threading.Thread(target=self._convert, name="sluice-sql-csv", daemon=True)
+            self._thread.start()
+
+    def _convert(self) -> None:
+        try:
+            self._result = rows_to_csv(self._texts, self._width)
+        except BaseException as exc:  # noqa: BLE001 - raised again where the data is asked for
+            self._result = exc
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
     @property
     def data(self) -> bytes:
         self.prepare()
-        assert self._future is not None
-        data, self._future = self._future.result(), None  # not kept: the rows are, and are smaller
-        return data
+        self.wait()
+        result, self._result = self._result, None  # not kept: the rows are, and are smaller
+        if isinstance(result, BaseException):
+            raise result
+        assert result is not None
+        return result
 
     @property
     def lines(self) -> list[int]:
         """The line of each row's statement."""
-        return [line for line, k in zip(self._stmt_lines, self._per_stmt) for _ in range(k)]
+        base = self._first_line
+        return [base + line for line, k in zip(self._stmt_lines.to_list(), self._per_stmt) for _ in range(k)]
 
 
 Chunk = ParsedChunk | CopyChunk | CsvChunk
@@ -294,8 +311,8 @@ class _Parser:
                 return
             size *= 4
         n = len(g.bodies)
-        bad_oc = [i for i, o in enumerate(g.on_conflict) if o != info.on_conflict]
-        n_ok = bad_oc[0] if bad_oc else n  # a change of ON CONFLICT: the careful way names the line
+        bad_oc = (g.on_conflict != info.on_conflict).arg_true()
+        n_ok = int(bad_oc[0]) if len(bad_oc) else n  # a change of ON CONFLICT: the careful way names the line
         want = self.want(target)
         rows, per_body = split_rows(g.bodies.head(n_ok))
         if n_ok and not (self.trusted and not want):
@@ -308,10 +325,10 @@ class _Parser:
             counts = per_body.to_list()
             if want and self.csv:
                 yield from self._take_rows()
-                yield CsvChunk(target, rows, info.width, [line + fl for fl in g.first_line[:n_ok]], counts,
-                               start + g.end[n_ok - 1], info.on_conflict)
+                yield CsvChunk(target, rows, info.width, line, g.first_line.head(n_ok), counts,
+                               start + int(g.end[n_ok - 1]), info.on_conflict)
             elif want:
-                lines = [line + fl for fl, k in zip(g.first_line, counts) for _ in range(k)]
+                lines = [line + fl for fl, k in zip(g.first_line.to_list(), counts) for _ in range(k)]
                 _, frame, _ = parse_values(rows, info.width)
                 assert frame is not None
                 self.acc._lists_to_frame(info.width)  # careful rows before these keep their place
@@ -320,16 +337,16 @@ class _Parser:
             info.rows += len(rows)
             info.statements += n_ok
             self.acc.statements += n_ok
-            self.acc.end = start + g.end[n_ok - 1]
+            self.acc.end = start + int(g.end[n_ok - 1])
         if n_ok < n:
-            self.r.seek(start + g.start[n_ok], line + g.first_line[n_ok])
-            self.careful_until = start + g.end[n_ok]
+            self.r.seek(start + int(g.start[n_ok]), line + int(g.first_line[n_ok]))
+            self.careful_until = start + int(g.end[n_ok])
             self.block = _MIN_BLOCK
             if n_ok == 0:
                 self.careful_streak = min(max(1, self.careful_streak * 2), 4096)
                 self.careful_left = self.careful_streak
         else:
-            self.r.seek(start + g.end[-1], line + g.lines)
+            self.r.seek(start + int(g.end[-1]), line + g.lines)
             self.block = min(self.block * 2, _MAX_BLOCK)
             self.careful_streak = 0
         if len(self.acc.lines) >= self.rows_per_chunk:
