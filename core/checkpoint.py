@@ -24,6 +24,7 @@ from psycopg.rows import dict_row
 from core.db import TableRef
 
 BOOK = "_sluice_checkpoint"
+CHUNKS = "_sluice_chunks"  # per-batch loads over several streams: one row per committed chunk
 HEAD_BYTES = 1 << 16  # the fingerprint hashes the file's first 64 kB
 
 
@@ -99,6 +100,10 @@ def read(conn: psycopg.Connection[Any], target: TableRef, key: str) -> Checkpoin
         return None
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(sql.SQL("SELECT * FROM {} WHERE load_key = %s").format(book.ident()), [key]).fetchone()
+    if row and not row["finished"]:
+        # A run over several streams commits chunks in any order: what is done is their sum.
+        for k, v in chunk_totals(conn, target, key).items():
+            row[k] += v
     return Checkpoint(**row) if row else None
 
 
@@ -158,6 +163,102 @@ def finish(conn: psycopg.Connection[Any], target: TableRef, key: str) -> None:
 def forget(conn: psycopg.Connection[Any], target: TableRef, key: str) -> None:
     if read(conn, target, key) is not None:
         conn.execute(sql.SQL("DELETE FROM {} WHERE load_key = %s").format(book_ref(target).ident()), [key])
+        clear_chunks(conn, target, key)
+
+
+# -- chunks: per-batch loads over several streams ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A committed chunk: source rows lo .. hi - 1 (rejected ones included)."""
+
+    lo: int
+    hi: int
+    rows_loaded: int
+    rows_rejected: int
+    bytes_end: int
+    rejects: str  # the chunk's reject-file lines (CSV), written out when the load finishes
+
+
+def chunks_ref(target: TableRef) -> TableRef:
+    return TableRef(CHUNKS, target.schema)
+
+
+def ensure_chunks(conn: psycopg.Connection[Any], target: TableRef) -> None:
+    conn.execute(
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (load_key text NOT NULL, lo bigint NOT NULL, hi bigint NOT NULL,"
+            " rows_loaded bigint NOT NULL, rows_rejected bigint NOT NULL, bytes_end bigint NOT NULL,"
+            " rejects text NOT NULL DEFAULT '', committed_at timestamptz NOT NULL DEFAULT now(),"
+            " PRIMARY KEY (load_key, lo))"
+        ).format(chunks_ref(target).ident())
+    )
+
+
+def _has_chunks(conn: psycopg.Connection[Any], target: TableRef) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [_qualified(conn, chunks_ref(target))]).fetchone()
+    return bool(row and row[0])
+
+
+def add_chunk(conn: psycopg.Connection[Any], target: TableRef, key: str, chunk: Chunk) -> None:
+    """Record a chunk inside its own transaction; a second writer of the same chunk fails on the key."""
+    conn.execute(
+        sql.SQL("INSERT INTO {} (load_key, lo, hi, rows_loaded, rows_rejected, bytes_end, rejects)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)").format(chunks_ref(target).ident()),
+        [key, chunk.lo, chunk.hi, chunk.rows_loaded, chunk.rows_rejected, chunk.bytes_end, chunk.rejects],
+    )
+
+
+def done_chunks(conn: psycopg.Connection[Any], target: TableRef, key: str) -> list[Chunk]:
+    """The committed chunks, in source order."""
+    if not _has_chunks(conn, target):
+        return []
+    rows = conn.execute(
+        sql.SQL("SELECT lo, hi, rows_loaded, rows_rejected, bytes_end, rejects FROM {} WHERE load_key = %s"
+                " ORDER BY lo").format(chunks_ref(target).ident()),
+        [key],
+    ).fetchall()
+    return [Chunk(*r) for r in rows]
+
+
+def chunk_committed(conn: psycopg.Connection[Any], target: TableRef, key: str, lo: int) -> Chunk | None:
+    row = conn.execute(
+        sql.SQL("SELECT lo, hi, rows_loaded, rows_rejected, bytes_end, rejects FROM {}"
+                " WHERE load_key = %s AND lo = %s").format(chunks_ref(target).ident()),
+        [key, lo],
+    ).fetchone()
+    return Chunk(*row) if row else None
+
+
+def chunk_totals(conn: psycopg.Connection[Any], target: TableRef, key: str) -> dict[str, int]:
+    if not _has_chunks(conn, target):
+        return {}
+    row = conn.execute(
+        sql.SQL("SELECT coalesce(sum(hi - lo), 0), coalesce(sum(rows_loaded), 0), coalesce(sum(rows_rejected), 0),"
+                " coalesce(max(bytes_end), 0) FROM {} WHERE load_key = %s").format(chunks_ref(target).ident()),
+        [key],
+    ).fetchone()
+    assert row is not None
+    return {"rows_done": int(row[0]), "rows_loaded": int(row[1]), "rows_rejected": int(row[2]),
+            "bytes_done": int(row[3])}
+
+
+def clear_chunks(conn: psycopg.Connection[Any], target: TableRef, key: str) -> None:
+    if _has_chunks(conn, target):
+        conn.execute(sql.SQL("DELETE FROM {} WHERE load_key = %s").format(chunks_ref(target).ident()), [key])
+
+
+def finish_chunks(conn: psycopg.Connection[Any], target: TableRef, key: str) -> None:
+    """The last step of a chunked run (in one transaction): totals into the load's row, chunks gone."""
+    totals = chunk_totals(conn, target, key)
+    conn.execute(
+        sql.SQL("UPDATE {} SET rows_done = %s, rows_loaded = %s, rows_rejected = %s, bytes_done = %s,"
+                " finished = true, updated_at = now() WHERE load_key = %s").format(book_ref(target).ident()),
+        [totals.get("rows_done", 0), totals.get("rows_loaded", 0), totals.get("rows_rejected", 0),
+         totals.get("bytes_done", 0), key],
+    )
+    clear_chunks(conn, target, key)
 
 
 class CheckpointMoved(Exception):

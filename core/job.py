@@ -23,7 +23,7 @@ from core import checkpoint as ck
 from core import janitor
 from core import mapping as mp
 from core.cancel import CancelToken
-from core.db import TableRef, connect, resolve_dsn, strip_password, supports_two_phase, table_columns
+from core.db import TableRef, connect, resolve_dsn, strip_password, table_columns
 from core.diagnose import bad_column, first_bad_row, first_bad_row_in, server_reason
 from core.errors import (
     BadRowError,
@@ -62,6 +62,7 @@ class LoadResult:
     reject_file: str | None = None
     resumed_from: int = 0  # source rows an earlier per-batch run had committed
     load_seconds: float = 0.0  # from the first batch to the commit: no start-up, connecting or planning
+    reason: str = ""  # why the load takes its protocol (several streams), said before the run
     rows_dropped: int = 0  # script rows ON CONFLICT DO NOTHING dropped: their key was already there
 
     @property
@@ -166,6 +167,7 @@ class LoadJob:
             if cls.script_only and source.format != "sql":
                 raise ConfigError(f"{cls.id} replays INSERT scripts; the source is {source.format}")
             self._check_combination(cls)
+            self._choose_protocol(cls, ctl, plan)  # refuses what cannot work there, before anything is sent
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}")
             for cleaned in janitor.sweep(ctl):
                 self.on_log(cleaned)
@@ -178,6 +180,10 @@ class LoadJob:
                     return script_load.ScriptLoad(self, dsn, plan).run()
             earlier = None if self.dry_run else self._earlier_run(ctl, plan)
             if self.spec.commit is CommitMode.PER_BATCH:
+                if cls.chunk_commits:
+                    from core.protocols import parallel_run
+
+                    return parallel_run.run_per_batch(self, cls, dsn, ctl, plan, earlier)
                 return self._run_per_batch(cls, dsn, ctl, plan, earlier)
             try:
                 return self._run(cls, dsn, ctl, plan)
@@ -218,40 +224,55 @@ class LoadJob:
         return earlier
 
     def _check_combination(self, cls: type[Strategy]) -> None:
-        if self.spec.commit is CommitMode.PER_BATCH and (
+        if self.spec.commit is CommitMode.PER_BATCH and not cls.chunk_commits and (
             not cls.transactional or cls.multi_connection or cls.script_only
         ):
-            usable = ", ".join(c.id for c in all_strategies() if c.transactional and not c.multi_connection
-                               and not c.script_only)
+            usable = ", ".join(c.id for c in all_strategies() if c.chunk_commits or (
+                c.transactional and not c.multi_connection and not c.script_only))
             raise ConfigError(
                 f"per-batch commits need a strategy that writes each batch in one transaction on one "
-                f"connection ({usable}); {cls.id} does not"
+                f"connection, or commits chunk by chunk on each stream ({usable}); {cls.id} does not"
             )
-        if self.spec.on_error is ErrorPolicy.SKIP and cls.id == "parallel-copy":
-            raise ConfigError(f"the skip policy is not available with {cls.id} yet; use copy-csv or another strategy")
         if self.spec.target.mode is LoadMode.UPSERT and not self.spec.target.key:
             raise ConfigError("upsert needs --key: the columns that identify a row")
+
+    protocol: Any = None  # core.protocols.target.Choice for a multi-connection strategy
+    reason = ""  # why the load takes the protocol it takes (said before the run; --json `reason`)
+
+    def _choose_protocol(self, cls: type[Strategy], ctl: psycopg.Connection[Any], plan: Plan) -> None:
+        if not cls.multi_connection:
+            return
+        from core.protocols import target
+
+        info = target.inspect(ctl, plan.target)
+        choice = target.choose(
+            multi_connection=cls.multi_connection, chunk_commits=cls.chunk_commits, mode=self.spec.target.mode,
+            commit=self.spec.commit, on_error=self.spec.on_error, info=info, dry_run=self.dry_run,
+        )
+        self.protocol, self.target_info = choice, info
+        if choice is not None:
+            self.reason = f"{cls.id}: {choice.reason}"
+            self.on_log(self.reason)
 
     def _run(self, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan) -> LoadResult:
         spec, ref = self.spec, plan.target
         mode = spec.target.mode
         created = succeeded = False
         stage: TableRef | None = None
+        private: TableRef | None = None  # create-then-rename: the new table under its private name
         strategy: Strategy | None = None
+        proto = self.protocol.protocol if self.protocol is not None else None
         try:
             self._emit(Phase.PREPARING, force=True)
-            created = self._ensure_target(ctl, plan, mode)
-            targets, types = self._target_columns(ctl, plan)
-            two_phase = not self.dry_run and (
-                cls.id == "parallel-copy" and mode in (LoadMode.APPEND, LoadMode.CREATE) and supports_two_phase(ctl)
-            )
-            staged = mode is LoadMode.UPSERT or not cls.transactional or (cls.multi_connection and not two_phase)
-            if cls.id == "parallel-copy" and not two_phase:
-                self.on_log(
-                    "parallel-copy: the server has no two-phase commit (max_prepared_transactions = 0) or the mode "
-                    "needs one final step, so workers load a staging table moved into the target in one transaction"
-                )
-            write_ref = ref
+            if proto is not None and proto.value == "create-then-rename":
+                private = self._create_private(ctl, plan)
+                targets, types = self._target_columns(ctl, replace(plan, target=private))
+            else:
+                created = self._ensure_target(ctl, plan, mode)
+                targets, types = self._target_columns(ctl, plan)
+            two_phase = proto is not None and proto.value == "two-phase"
+            staged = mode is LoadMode.UPSERT or not cls.transactional or (proto is not None and proto.value == "staged")
+            write_ref = private or ref
             if staged:
                 stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}", ref.schema)
                 # The target's constraints go along so bad rows fail where their row is known;
@@ -261,6 +282,11 @@ class LoadJob:
                 ctl.execute(
                     sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} {})").format(stage.ident(), ref.ident(), like)
                 )
+                if self.target_info is not None and self.target_info.distributed:
+                    from core.protocols import target as tgt
+
+                    # Co-located with the target: the final INSERT ... SELECT runs on the workers.
+                    tgt.distribute_like(ctl, stage, ref, self.target_info)
                 write_ref = stage
             # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
             raw = (
@@ -287,11 +313,16 @@ class LoadJob:
                 # server converts to the database's encoding (or refuses what it cannot store).
                 ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
                 ctx.force_not_null = raw_text_columns(plan)
-            strategy = cls(ctx)
+            if cls.multi_connection and spec.on_error is ErrorPolicy.SKIP:
+                from core.protocols.parallel_run import SkipStreams
+
+                strategy = SkipStreams(ctx)  # bad rows isolated chunk by chunk on every stream
+            else:
+                strategy = cls(ctx)
             if getattr(plan.source, "on_conflict", False) and hasattr(strategy, "on_conflict"):
                 strategy.on_conflict = True  # a script's INSERT ... ON CONFLICT DO NOTHING, replayed as such
-            if cls.id == "parallel-copy":
-                strategy.two_phase = two_phase  # type: ignore[attr-defined]
+            if hasattr(strategy, "two_phase"):
+                strategy.two_phase = two_phase
             strategy.open()
             if mode is LoadMode.TRUNCATE and not staged:
                 assert strategy.conn is not None
@@ -302,7 +333,10 @@ class LoadJob:
                 self._stream_raw(strategy, plan)
             elif spec.on_error is ErrorPolicy.SKIP:
                 self._rejects = RejectWriter(spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct)
-                self._stream_skipping(strategy, plan)
+                if getattr(strategy, "feeds_itself", False):
+                    strategy.feed(self, plan, self._rejects)  # type: ignore[attr-defined]
+                else:
+                    self._stream_skipping(strategy, plan)
             else:
                 self._stream_batches(strategy, plan)
             self._emit(Phase.FINISHING, force=True)
@@ -316,6 +350,11 @@ class LoadJob:
                 strategy.commit()  # a check commits only into the scratch stage, whose move is rolled back
             if staged and stage is not None:
                 self._move(ctl, stage, ref, targets, mode)
+            if private is not None and not self.dry_run:
+                from core.protocols import target as tgt
+
+                tgt.rename_into_place(ctl, private, ref)
+                private = None  # it is the target now
         except WriteFailed as wf:
             self._rollback(strategy)
             if self._raw and _is_format_error(wf.error):
@@ -354,6 +393,8 @@ class LoadJob:
                 strategy.close()
             if stage is not None:
                 _drop(ctl, stage)
+            if private is not None:
+                _drop(ctl, private)
             if created:
                 _drop(ctl, ref)
         seconds = time.monotonic() - self._t0
@@ -363,10 +404,30 @@ class LoadJob:
             self.on_log(f"{self.rows_rejected} rejected rows written to {reject_file}")
         return LoadResult(
             spec.strategy, self.rows_read, self.rows_loaded, self.rows_rejected, seconds, self.bytes_read, reject_file,
-            load_seconds=self._load_seconds(),
+            load_seconds=self._load_seconds(), reason=self.reason,
         )
 
     _rejects: RejectWriter | None = None
+    target_info: Any = None  # core.protocols.target.TargetInfo, for multi-connection strategies
+
+    def _create_private(self, ctl: psycopg.Connection[Any], plan: Plan) -> TableRef:
+        """Create mode over N streams: the new table under a private name, renamed at the end."""
+        ref = plan.target
+        if plan.exists:
+            raise ConfigError(f"table {ref.display()} already exists; choose append, truncate or upsert")
+        private = TableRef(f"_sluice_stage_new_{uuid.uuid4().hex[:12]}", ref.schema)
+        janitor.hold(ctl, private.name)  # a janitor drops it if this process dies
+        try:
+            with ctl.transaction():
+                if self.spec.target.ddl:  # the edited DDL names the target: renamed before anyone sees it
+                    ctl.execute(_user_ddl(self.spec.target.ddl))
+                    ctl.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(ref.ident(),
+                                                                              sql.Identifier(private.name)))
+                else:
+                    ctl.execute(mp.create_table_sql(private, plan.maps))
+        except psycopg.Error as exc:
+            raise ConfigError(f"cannot create {ref.display()}: {server_reason(exc)}") from None
+        return private
 
     # -- per-batch commits ------------------------------------------------------------
 

@@ -56,6 +56,20 @@ def isolate(
     return loaded, rejects
 
 
+def reject_fields(
+    source: Source, reject: Reject, dsn: str, columns: Sequence[str], types: Sequence[str],
+    values: Sequence[Any] | None,
+) -> tuple[Any, ...]:
+    """One reject-file record: line, row, column, value, reason and the original record."""
+    line, record = source.locate(reject.row)
+    column, value = bad_column(dsn, columns, types, values, None) if values is not None else (None, None)
+    return (line or "", reject.row + 1, column or "", "" if value is None else value, reject.reason, record or "")
+
+
+def bad_record_fields(bad: BadRecord) -> tuple[Any, ...]:
+    return (bad.line or "", bad.row + 1, "", "", bad.reason, bad.record)
+
+
 class RejectWriter:
     """The reject file: line, row, column, value, reason and the original record."""
 
@@ -103,16 +117,18 @@ class RejectWriter:
     def add(
         self, reject: Reject, dsn: str, columns: Sequence[str], types: Sequence[str], values: Sequence[Any] | None
     ) -> None:
-        line, record = self.source.locate(reject.row)
-        column, value = bad_column(dsn, columns, types, values, None) if values is not None else (None, None)
-        self._csv.writerow((line or "", reject.row + 1, column or "", "" if value is None else value, reject.reason,
-                            record or ""))
+        self._csv.writerow(reject_fields(self.source, reject, dsn, columns, types, values))
         self.count += 1
 
     def add_bad(self, bad: BadRecord) -> None:
         """A record the source could not turn into a row: no column or value, its own text."""
-        self._csv.writerow((bad.line or "", bad.row + 1, "", "", bad.reason, bad.record))
+        self._csv.writerow(bad_record_fields(bad))
         self.count += 1
+
+    def add_lines(self, text: str, count: int) -> None:
+        """Reject lines already formatted (CSV), e.g. kept by a chunk's checkpoint row."""
+        self._file.write(text)
+        self.count += count
 
     def check_limit(self, rows_read: int) -> None:
         if self.limit is not None and self.count > self.limit:

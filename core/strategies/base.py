@@ -59,6 +59,8 @@ class Strategy(ABC):
     # What the settings change on the wire (the Compare lab asks, never by id):
     batch_sized: ClassVar[bool] = True  # False: one statement per row, whatever batch_rows says
     takes_workers: ClassVar[bool] = False  # True: ctx.workers connections load at once
+    # Its streams can commit chunk by chunk, each with its checkpoint row (per-batch over N streams).
+    chunk_commits: ClassVar[bool] = False
 
     def __init__(self, ctx: WriteContext) -> None:
         self.ctx = ctx

@@ -82,6 +82,7 @@ class ParallelCopy(Strategy):
     takes_workers = True
     streams_raw_csv = True
     stream_rows = True
+    chunk_commits = True
 
     two_phase = False  # set by the job: all-or-nothing across connections via PREPARE TRANSACTION
 

@@ -61,8 +61,6 @@ def test_cursors_a_strategy_makes_are_closed(
     strategy: str, policy: ErrorPolicy, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if strategy == "parallel-copy" and policy is ErrorPolicy.SKIP:
-        pytest.skip("parallel-copy has no skip policy")
     src = tmp_path / "c.csv"
     src.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(50)) + "x,bad\n", encoding="utf-8")
     table = table_name("cur")

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.errors import ConfigError, TooManyRejects
+from core.errors import TooManyRejects
 from core.job import LoadJob
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
@@ -69,12 +69,3 @@ def test_reject_limit_aborts_and_leaves_the_table(
     with pytest.raises(TooManyRejects):
         LoadJob(spec).run()
     assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
-
-
-def test_skip_with_parallel_copy_is_refused_before_the_run(dsn: str, tmp_path: Path) -> None:
-    path = tmp_path / "x.csv"
-    path.write_text("a\n1\n", encoding="utf-8")
-    spec = LoadSpec(SourceOptions(str(path)), TargetSpec("whatever"), strategy="parallel-copy", dsn=dsn,
-                    on_error=ErrorPolicy.SKIP)
-    with pytest.raises(ConfigError):
-        LoadJob(spec).run()

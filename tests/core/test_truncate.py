@@ -21,13 +21,13 @@ from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions
 from core.strategies.base import all_strategies
 
 TABLE = [c for c in all_strategies() if not c.script_only]
-PER_BATCH = [c.id for c in TABLE if c.transactional and not c.multi_connection]
+PER_BATCH = [c.id for c in TABLE if c.chunk_commits or (c.transactional and not c.multi_connection)]
 COMBOS = [
     pytest.param(commit, policy, c.id, id=f"{commit}-{policy}-{c.id}")
     for commit in CommitMode
     for policy in ErrorPolicy
     for c in TABLE
-    if (commit is CommitMode.SINGLE or c.id in PER_BATCH) and not (policy is ErrorPolicy.SKIP and c.id == "parallel-copy")
+    if commit is CommitMode.SINGLE or c.id in PER_BATCH
 ]
 OLD = [(901, "old"), (902, "old")]
 

@@ -1,0 +1,206 @@
+"""The job's side of chunked streams: per-batch runs with resume, and `single` with `skip`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from core import checkpoint as ck
+from core import mapping as mp
+from core.db import connect
+from core.errors import ConfigError, LoadFailed
+from core.events import Phase
+from core.protocols.chunked import (
+    ChunkFailed,
+    ChunkStreams,
+    Ranges,
+    Reparse,
+    StreamPlan,
+    frame_of,
+    parsed_pieces,
+    progress,
+    raw_pieces,
+)
+from core.rejects import RejectWriter
+from core.spec import ErrorPolicy, LoadMode
+from core.strategies.base import Strategy, WriteContext, WriteFailed
+from core.strategies.copy import csv_copy_sql
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from core.job import LoadJob, LoadResult, Plan
+
+
+def _copies(cls: type[Strategy], ctx: WriteContext, raw_options: dict[str, str] | None,
+            force_not_null: list[str]) -> tuple[sql.Composed | None, sql.Composed, Strategy]:
+    """COPY for the file's own bytes (its dialect) and for polars-written batches."""
+    parsed = cls(ctx)
+    raw_stmt = None
+    if raw_options is not None:
+        raw_ctx = WriteContext(**{**ctx.__dict__, "copy_options": raw_options, "force_not_null": force_not_null})
+        raw_stmt = csv_copy_sql(cls(raw_ctx))
+    return raw_stmt, csv_copy_sql(parsed), parsed
+
+
+def run_per_batch(
+    job: LoadJob, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan,
+    earlier: ck.Checkpoint | None,
+) -> LoadResult:
+    """Every stream commits its chunks one by one, each with its checkpoint row."""
+    from core import job as jobmod
+
+    spec, ref = job.spec, plan.target
+    mode = spec.target.mode
+    if earlier is not None and mode is LoadMode.CREATE:
+        mode = LoadMode.APPEND  # the earlier run made the table
+    job._emit(Phase.PREPARING, force=True)
+    job._ensure_target(ctl, plan, mode)  # kept even if this run fails: its chunks are committed
+    targets, types = job._target_columns(ctl, plan)
+    key = ck.load_key(plan.source.path, ref)
+    ck.ensure_book(ctl, ref)
+    ck.ensure_chunks(ctl, ref)
+    if earlier is None:
+        with ctl.transaction():  # the run starts, and truncate empties the table, in one commit
+            ck.start(ctl, ref, key, str(plan.source.path), ck.fingerprint(plan.source.path), cls.id)
+            ck.clear_chunks(ctl, ref, key)
+            if mode is LoadMode.TRUNCATE:
+                ctl.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+    else:
+        job.on_log(f"resuming: {earlier.rows_done:,} source rows are committed; loading the chunks that are missing")
+    job.resumed_from = earlier.rows_done if earlier else 0
+    skip = spec.on_error is ErrorPolicy.SKIP
+    ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
+                       batch_rows=max(1, spec.batch_rows), workers=max(1, spec.workers), cancel=job.cancel,
+                       log=job.on_log)
+    raw = (cls.streams_raw_csv and not skip and jobmod.source_is_csv(plan.source)
+           and mp.is_identity(plan.maps, plan.source.columns()) and not job._no_raw)
+    raw_options = None
+    if raw:
+        d = plan.source.dialect  # type: ignore[attr-defined]
+        raw_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
+    raw_stmt, parsed_stmt, proto = _copies(cls, ctx, raw_options, jobmod.raw_text_columns(plan))
+    job._emit(Phase.LOADING, force=True)
+    while True:
+        done = ck.done_chunks(ctl, ref, key)
+        base = (sum(c.hi - c.lo for c in done), sum(c.rows_loaded for c in done), sum(c.rows_rejected for c in done))
+        ranges = Ranges([(c.lo, c.hi) for c in done])
+        splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
+                           spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S)
+        streams = ChunkStreams(splan, ctx.workers, job.cancel, job.on_log, lambda: None)
+        streams.on_progress = progress(job, streams, base)
+        pieces = (raw_pieces(plan.source, ranges, _record_counter(plan)) if raw
+                  else parsed_pieces(plan.source, plan.maps, ctx.batch_rows, skip, ranges))
+        try:
+            streams.run(pieces)
+            plan.source.check_unchanged()
+            break
+        except Reparse as why:
+            if not raw:
+                raise LoadFailed(f"the load stopped: {why}") from None
+            job.on_log(f"COPY refused the file's bytes ({why}); loading the missing chunks through the parser")
+            raw = False
+        except ChunkFailed as cf:
+            job.rows_loaded = base[1] + streams.loaded  # committed: the chunks that went through stay
+            raise _explain(job, plan, proto, cf) from None
+        finally:
+            streams.close()
+    job._emit(Phase.FINISHING, force=True)
+    # A fresh connection: the one that planned the load may have been dropped meanwhile.
+    with connect(dsn, autocommit=True) as fin:
+        reject_file = _write_rejects(job, plan, ck.done_chunks(fin, ref, key)) if skip else None
+        with fin.transaction():
+            ck.finish_chunks(fin, ref, key)
+        state = ck.read(fin, ref, key)
+    assert state is not None
+    job.rows_read, job.rows_loaded, job.rows_rejected = state.rows_done, state.rows_loaded, state.rows_rejected
+    job.bytes_read = max(job.bytes_read, state.bytes_done)
+    job._emit(Phase.DONE, force=True)
+    return jobmod.LoadResult(
+        spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, time.monotonic() - job._t0, job.bytes_read,
+        reject_file, job.resumed_from, load_seconds=job._load_seconds(), reason=job.reason,
+    )
+
+
+def _record_counter(plan: Plan) -> Callable[[bytes], int]:
+    from core.job import count_records
+
+    quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+    return lambda data: count_records(data, quote)
+
+
+def _write_rejects(job: LoadJob, plan: Plan, chunks: list[ck.Chunk]) -> str | None:
+    """The reject file from the committed chunks' rows, in source order (rewritten whole)."""
+    spec = job.spec
+    writer = RejectWriter(spec.reject_file, plan.source, None, None)
+    for c in chunks:
+        if c.rejects:
+            writer.add_lines(c.rejects, c.rows_rejected)
+    path = writer.discard_if_empty()
+    if path:
+        job.on_log(f"{writer.count} rejected rows written to {path}")
+    return path
+
+
+def _explain(job: LoadJob, plan: Plan, proto: Strategy, cf: ChunkFailed) -> BaseException:
+    """A refused chunk in words: the bad row (found by bisecting the chunk's rows) and what stayed."""
+    piece = cf.piece
+    if piece is not None:
+        frame: pl.DataFrame | None = piece.frame
+        first = piece.first
+        if frame is None:
+            frame, first = frame_of(plan.source, plan.maps, piece.lo, piece.hi), piece.lo
+        job._last_frame, job._batch_first = frame, first
+    assert isinstance(cf.error, psycopg.Error)
+    return job._per_batch_error(WriteFailed(cf.error), plan, proto)  # says job.rows_loaded stay committed
+
+
+class SkipStreams(Strategy):
+    """`--commit single` with `skip` over N connections: one transaction per stream, a savepoint
+    per chunk, bad rows isolated chunk by chunk. The job makes it all-or-nothing by loading a
+    staging (or new, renamed) table that one final step moves into place."""
+
+    id = "parallel-copy"
+    title = summary = lesson = seed = ""
+    multi_connection = True
+    feeds_itself = True
+
+    def open(self) -> None:
+        self.parsed_stmt = csv_copy_sql(self)
+        self._streams: ChunkStreams | None = None
+
+    def feed(self, job: LoadJob, plan: Plan, rejects: RejectWriter) -> None:
+        splan = StreamPlan(self.ctx, None, self.parsed_stmt, plan.source, True, None, rejects.limit,
+                           rejects.limit_pct)
+        streams = self._streams = ChunkStreams(splan, self.ctx.workers, job.cancel, job.on_log, lambda: None)
+        streams.on_progress = progress(job, streams, (0, 0, 0))
+        streams.connect_all()
+        try:
+            streams.run(parsed_pieces(plan.source, plan.maps, self.ctx.batch_rows, True, Ranges([])))
+        except ChunkFailed as cf:
+            if isinstance(cf.error, psycopg.Error):
+                raise WriteFailed(cf.error) from None
+            raise
+        text, count = streams.reject_text()
+        rejects.add_lines(text, count)
+        job.rows_read, job.rows_loaded, job.rows_rejected = streams.rows_done, streams.loaded, streams.rejected
+        plan.source.check_unchanged()
+
+    def write(self, frame: pl.DataFrame) -> int:
+        raise ConfigError("the skip streams take the source themselves")
+
+    def commit(self) -> None:
+        if self._streams is not None:
+            self._streams.commit()
+
+    def rollback(self) -> None:
+        if self._streams is not None:
+            self._streams.rollback()
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams.close()

@@ -1,0 +1,138 @@
+"""What the target server can do, and the transaction protocol a multi-connection load takes there.
+
+Several COPY streams are all-or-nothing only through something the server offers:
+client two-phase commit (`max_prepared_transactions > 0`, and never on a Citus distributed
+table, which refuses a client's PREPARE TRANSACTION), a new table renamed into place, or a
+staging table moved into the target in one transaction (distributed and co-located with
+the target on Citus, so that move runs on the workers). The plan picks one before a byte
+is sent and says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from core.db import TableRef
+from core.errors import ConfigError
+from core.spec import CommitMode, ErrorPolicy, LoadMode
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    two_phase: bool  # the server takes a client's PREPARE TRANSACTION
+    citus: bool  # the Citus extension is installed in this database
+    distributed: bool = False  # the target is a Citus distributed (hash/range/append) table
+    reference: bool = False  # the target is a Citus reference table
+    dist_column: str | None = None
+
+
+class Protocol(StrEnum):
+    SINGLE = "single"  # one connection, one transaction
+    TWO_PHASE = "two-phase"  # one branch per stream, PREPARE then COMMIT PREPARED
+    RENAME = "create-then-rename"  # a new table under a private name, renamed into place
+    STAGED = "staged"  # a staging table, moved into the target in one transaction
+    CHUNKS = "chunk-commits"  # per-batch: each chunk commits with its own checkpoint row
+
+
+def inspect(conn: psycopg.Connection[Any], ref: TableRef) -> TargetInfo:
+    """Two round trips at most: 2PC and the extension; the partition row only on Citus."""
+    row = conn.execute(
+        "SELECT current_setting('max_prepared_transactions')::int > 0,"
+        " EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus'), to_regclass(%s)::oid",
+        [ref.ident().as_string(conn)],
+    ).fetchone()
+    assert row is not None
+    two_phase, citus, oid = bool(row[0]), bool(row[1]), row[2]
+    if not citus or oid is None:
+        return TargetInfo(two_phase, citus)
+    part = conn.execute(
+        "SELECT partmethod::text, CASE WHEN partmethod <> 'n' THEN column_to_column_name(logicalrelid, partkey) END"
+        " FROM pg_dist_partition WHERE logicalrelid = %s",
+        [oid],
+    ).fetchone()
+    if part is None:
+        return TargetInfo(two_phase, citus)
+    method, column = part
+    if method == "n":
+        return TargetInfo(two_phase, citus, reference=True)
+    return TargetInfo(two_phase, citus, distributed=True, dist_column=column)
+
+
+@dataclass(frozen=True)
+class Choice:
+    protocol: Protocol
+    reason: str  # said before the run (log, --json `reason`, the window)
+
+
+def choose(
+    *, multi_connection: bool, chunk_commits: bool, mode: LoadMode, commit: CommitMode, on_error: ErrorPolicy,
+    info: TargetInfo, dry_run: bool = False,
+) -> Choice | None:
+    """The protocol for a multi-connection load, or None for a one-connection strategy.
+
+    Raises ConfigError, naming the reason and an alternative, for a combination that
+    cannot work; nothing has been sent then.
+    """
+    if not multi_connection:
+        return None
+    if commit is CommitMode.PER_BATCH:
+        if not chunk_commits:
+            raise ConfigError("per-batch commits need a strategy that commits chunk by chunk on every stream")
+        if mode is LoadMode.UPSERT:
+            raise ConfigError(
+                "per-batch commits over several streams do not do upsert (each stream would need its own "
+                "ON CONFLICT pass, and two streams could update the same key in either order); use "
+                "--commit single, or a one-connection strategy such as copy-csv with --commit per-batch"
+            )
+        return Choice(Protocol.CHUNKS, "each stream commits its chunks one by one, each with its own "
+                                       "checkpoint row; --resume loads exactly the chunks that are missing")
+    skip = on_error is ErrorPolicy.SKIP
+    if mode is LoadMode.CREATE:
+        return Choice(Protocol.RENAME, "create mode: the streams load a new table under a private name, renamed "
+                                       "into place in one short transaction at the end (dropped on failure)")
+    if info.distributed:
+        where = f"distributed by {info.dist_column!r}, " if info.dist_column else ""
+        return Choice(Protocol.STAGED, f"the target is a Citus distributed table ({where}which refuses a client's "
+                                       "PREPARE TRANSACTION): the streams load a staging table distributed and "
+                                       "co-located with it, and INSERT ... SELECT moves the rows on the workers "
+                                       "in one transaction")
+    if mode in (LoadMode.TRUNCATE, LoadMode.UPSERT):
+        return Choice(Protocol.STAGED, f"{mode} mode needs one final step, so the streams load a staging table "
+                                       "moved into the target in one transaction")
+    if skip:
+        return Choice(Protocol.STAGED, "the skip policy isolates bad rows chunk by chunk, so the streams load a "
+                                       "staging table moved into the target in one transaction")
+    if info.reference:
+        return Choice(Protocol.STAGED, "the target is a Citus reference table (no client PREPARE TRANSACTION): the "
+                                       "streams load a staging table moved into it in one transaction")
+    if info.two_phase and not dry_run:
+        return Choice(Protocol.TWO_PHASE, "the server allows two-phase commit: one prepared branch per stream, "
+                                          "committed together")
+    return Choice(Protocol.STAGED, "the server has no two-phase commit (max_prepared_transactions = 0), so the "
+                                   "streams load a staging table kept until one transaction moves it into the "
+                                   "target (the rows are written twice; --mode create or --commit per-batch "
+                                   "write them once)")
+
+
+def distribute_like(conn: psycopg.Connection[Any], stage: TableRef, target: TableRef, info: TargetInfo) -> None:
+    """Make the staging table distributed and co-located with the target (Citus)."""
+    if not info.distributed or info.dist_column is None:
+        return
+    conn.execute(
+        "SELECT create_distributed_table(%s, %s, colocate_with => %s)",
+        [stage.ident().as_string(conn), info.dist_column, target.ident().as_string(conn)],
+    )
+
+
+def rename_into_place(conn: psycopg.Connection[Any], private: TableRef, target: TableRef) -> None:
+    """One short transaction: the loaded table takes the target's name (which must still be free)."""
+    with conn.transaction():
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [target.ident().as_string(conn)]).fetchone()
+        if row and row[0]:
+            raise ConfigError(f"table {target.display()} appeared during the load; the loaded rows were dropped")
+        conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(private.ident(), sql.Identifier(target.name)))
