@@ -19,6 +19,7 @@ import csv
 import io
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -142,6 +143,7 @@ class StreamPlan:
     reject_limit: int | None = None
     reject_limit_pct: float | None = None
     retry_backoff: tuple[float, ...] = ()
+    truncate: TableRef | None = None  # emptied in the first chunk's commit (nothing committed yet)
 
 
 class _Stream(threading.Thread):
@@ -193,6 +195,9 @@ class _Stream(threading.Thread):
                         self.owner.done(piece, got.rows_loaded, got.rows_rejected, got.rejects)
                         return
                 with conn.transaction():
+                    if plan.truncate is not None and self.owner.pieces_done == 0:
+                        # The first commit empties the table: a run that commits nothing leaves it as it was.
+                        conn.execute(sql.SQL("TRUNCATE {}").format(plan.truncate.ident()))
                     loaded, rejects, n_rejected = self._send(conn, piece)
                     self.owner.check_limit(n_rejected, piece)
                     if plan.book is not None:
@@ -316,12 +321,21 @@ class ChunkStreams:
             with Prefetch(pieces, name="sluice-chunk-reader") as feed:
                 for piece in feed:
                     self._put(piece)
+                    if self.plan.truncate is not None:
+                        self._first_alone()
         except BaseException as exc:  # noqa: BLE001 - the reader's error (or cancel) fails the load, raised below
             self.fail(exc, None)
         finally:
             self._stop()
         if self.error is not None:
             self._raise()
+
+    def _first_alone(self) -> None:
+        """Truncate mode: the first chunk commits (with the TRUNCATE) before the others start."""
+        while self.pieces_done == 0 and not self.failed.is_set():
+            self.cancel.check()
+            time.sleep(0.01)
+            self.on_progress()
 
     def _put(self, piece: Piece) -> None:
         while True:

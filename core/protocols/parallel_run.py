@@ -12,7 +12,7 @@ from psycopg import sql
 from core import checkpoint as ck
 from core import mapping as mp
 from core.db import connect
-from core.errors import ConfigError, LoadFailed
+from core.errors import Cancelled, ConfigError, LoadFailed
 from core.events import Phase
 from core.protocols.chunked import (
     ChunkFailed,
@@ -68,8 +68,6 @@ def run_per_batch(
         with ctl.transaction():  # the run starts, and truncate empties the table, in one commit
             ck.start(ctl, ref, key, str(plan.source.path), ck.fingerprint(plan.source.path), cls.id)
             ck.clear_chunks(ctl, ref, key)
-            if mode is LoadMode.TRUNCATE:
-                ctl.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
     else:
         job.on_log(f"resuming: {earlier.rows_done:,} source rows are committed; loading the chunks that are missing")
     job.resumed_from = earlier.rows_done if earlier else 0
@@ -89,8 +87,9 @@ def run_per_batch(
         done = ck.done_chunks(ctl, ref, key)
         base = (sum(c.hi - c.lo for c in done), sum(c.rows_loaded for c in done), sum(c.rows_rejected for c in done))
         ranges = Ranges([(c.lo, c.hi) for c in done])
+        truncate = ref if mode is LoadMode.TRUNCATE and not done else None
         splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
-                           spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S)
+                           spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate)
         streams = ChunkStreams(splan, ctx.workers, job.cancel, job.on_log, lambda: None)
         streams.on_progress = progress(job, streams, base)
         pieces = (raw_pieces(plan.source, ranges, _record_counter(plan)) if raw
@@ -98,12 +97,16 @@ def run_per_batch(
         try:
             streams.run(pieces)
             plan.source.check_unchanged()
+            job.cancel.check()  # asked to stop: the committed chunks stay, --resume finishes the run
             break
         except Reparse as why:
             if not raw:
                 raise LoadFailed(f"the load stopped: {why}") from None
             job.on_log(f"COPY refused the file's bytes ({why}); loading the missing chunks through the parser")
             raw = False
+        except Cancelled:
+            job._emit(Phase.CANCELLED, force=True)
+            raise
         except ChunkFailed as cf:
             job.rows_loaded = base[1] + streams.loaded  # committed: the chunks that went through stay
             raise _explain(job, plan, proto, cf) from None
@@ -114,6 +117,8 @@ def run_per_batch(
     with connect(dsn, autocommit=True) as fin:
         reject_file = _write_rejects(job, plan, ck.done_chunks(fin, ref, key)) if skip else None
         with fin.transaction():
+            if mode is LoadMode.TRUNCATE and not ck.done_chunks(fin, ref, key):
+                fin.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))  # an empty source still empties it
             ck.finish_chunks(fin, ref, key)
         state = ck.read(fin, ref, key)
     assert state is not None
