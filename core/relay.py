@@ -14,12 +14,20 @@ import math
 import os
 import socket
 import threading
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 log = logging.getLogger(__name__)
+
+_RUNNING: weakref.WeakSet[LatencyRelay] = weakref.WeakSet()  # started and not yet stopped
+
+
+def running() -> list[LatencyRelay]:
+    """Relays started and not stopped (a test fails when one outlives it)."""
+    return list(_RUNNING)
 
 _LOOPBACK = "127.0.0.1"
 _CHUNK = 256 * 1024
@@ -124,6 +132,7 @@ class LatencyRelay:
                 thread.join(_STOP_TIMEOUT_S)
                 raise
             self._thread = thread
+            _RUNNING.add(self)
 
     def stop(self) -> None:
         """Close the listener and every connection, then join the thread (at most ~2 s). Idempotent."""
@@ -132,6 +141,7 @@ class LatencyRelay:
             self._thread = None
             if thread is None:
                 return
+            _RUNNING.discard(self)
             self._closing = True
             if loop is not None and event is not None:
                 _call_soon(loop, event.set)

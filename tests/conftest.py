@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -18,7 +20,38 @@ from psycopg import sql
 _DATA = tempfile.mkdtemp(prefix="sluice-test-")
 os.environ["SLUICE_DATA_DIR"] = _DATA
 os.environ.setdefault("SLUICE_CONFIG_DIR", os.path.join(_DATA, "config"))
+# Temporary files of this session (its processes too) go to a folder of its own, so the check
+# below sees only what this session's tests made, not another run's on the same machine.
+_TMP = os.path.join(_DATA, "tmp")
+os.makedirs(_TMP, exist_ok=True)
+os.environ["TMPDIR"] = tempfile.tempdir = _TMP
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+
+def _our_tmp() -> set[str]:
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("sluice-")}
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_behind() -> Iterator[None]:
+    """Fail a test that leaves a thread, a running relay or a temporary folder of Sluice's behind."""
+    from core import relay
+
+    threads, relays, tmp = set(threading.enumerate()), set(relay.running()), _our_tmp()
+    yield
+
+    def stray() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t not in threads and t.is_alive()
+                and (not t.daemon or t.name.startswith("sluice"))]
+
+    deadline = time.monotonic() + 2.0  # a thread told to stop gets a moment to end
+    while (left := stray()) and time.monotonic() < deadline:
+        left[0].join(max(0.0, deadline - time.monotonic()))
+    problems = [f"thread {t.name!r} (daemon={t.daemon})" for t in stray()]
+    problems += [f"a running latency relay on port {r.port}" for r in relay.running() if r not in relays]
+    problems += [f"temporary folder {name}" for name in sorted(_our_tmp() - tmp)]
+    if problems:
+        pytest.fail("left behind: " + "; ".join(problems), pytrace=False)
 
 
 @pytest.fixture(scope="session")
