@@ -2,8 +2,9 @@
 
     python -m bench.run_bench [--rows N] [--dsn DSN|embedded] [--quick]
 
-Each case is a fresh process (start-up and imports included), run --repeat times,
-best time kept. Ratios compare rows/s with the reference on the same dataset.
+Each case is a fresh process (start-up and imports included). Cases run in rounds
+(psql, auto, copy-csv, ... then again), --repeat rounds; the median is reported with the
+range. Ratios compare rows/s with psql on the same dataset and server.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -33,7 +35,9 @@ class Case:
     dataset: str
     name: str
     rows: int
-    seconds: float
+    seconds: float  # median
+    low: float = 0.0
+    high: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -68,6 +72,7 @@ def generate(rows: int) -> dict[str, Path]:
 
 
 DDL = {
+    "wide": "CREATE TABLE {} (id bigint, a text, b text, c text)",
     "ints": "CREATE TABLE {} (a bigint, b bigint)",
     "mixed": "CREATE TABLE {} (id bigint, qty int, price float8, name text, flag bool, day date, ts timestamp, note text)",
     "inserts": "CREATE TABLE {} (key int, value int)",
@@ -94,12 +99,14 @@ def psql_cmd(dsn: str, *args: str) -> list[str]:
     return [psql, "-X", "-q", "-d", dsn, *args]
 
 
-def best(repeat: int, dsn: str, table: str, kind: str, cmd: list[str]) -> float:
-    times = []
+def interleaved(repeat: int, dsn: str, table: str, kind: str, cases: list[tuple[str, list[str]]]) -> dict[str, list[float]]:
+    """Each case `repeat` times, in rounds (A B C A B C ...), so drift hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name, _ in cases}
     for _ in range(repeat):
-        reset(dsn, table, kind)
-        times.append(timed(cmd))
-    return min(times)
+        for name, cmd in cases:
+            reset(dsn, table, kind)
+            times[name].append(timed(cmd))
+    return times
 
 
 def head_file(path: Path, rows: int, header: bool = True) -> Path:
@@ -117,8 +124,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--dsn", default=None, help="a DSN, or 'embedded'; default: local server if it answers")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--small-rows", type=int, default=100_000, help="rows for the row-by-row strategies")
+    ap.add_argument("--big", action="store_true", help="also 10M integer pairs and 10k wide rows (~335 MB)")
     a = ap.parse_args()
     dsn = a.dsn
     if dsn in (None, "local"):
@@ -131,53 +139,74 @@ def main() -> int:
         dsn = subprocess.run([sys.executable, "-m", "app", "server", "start"], capture_output=True, text=True,
                              cwd=ROOT, check=True).stdout.strip()
     files = generate(a.rows)
-    SHARED.mkdir(exist_ok=True)
-    os.chmod(SHARED, 0o755)
+    if a.big:
+        files.update(generate_big())
     app = [sys.executable, "-m", "app", "load"]
     cases: list[Case] = []
     small = min(a.small_rows, a.rows)
-    for kind in ("ints", "mixed"):
+    kinds = ["ints", "mixed"] + (["ints10m", "wide"] if a.big else [])
+    for kind in kinds:
         f = files[kind]
-        shared = SHARED / f.name
-        shutil.copy(f, shared)
-        os.chmod(shared, 0o644)
         t = "bench_" + kind
-        cases.append(Case(kind, "psql \\copy", a.rows, best(a.repeat, dsn, t, kind,
-                          psql_cmd(dsn, "-c", f"\\copy {t} FROM '{f}' CSV HEADER"))))
-        cases.append(Case(kind, "server COPY FROM file", a.rows, best(a.repeat, dsn, t, kind,
-                          psql_cmd(dsn, "-c", f"COPY {t} FROM '{shared}' CSV HEADER"))))
-        for strat, extra in (("copy-csv", []), ("parallel-copy", ["--workers", "2"])):
-            cases.append(Case(kind, strat, a.rows, best(a.repeat, dsn, t, kind,
-                              [*app, str(f), "--table", t, "--dsn", dsn, "--strategy", strat, *extra])))
-        part = head_file(f, small)
-        for strat in ("copy-binary", "copy-text", "unnest", "multirow-values", "pipeline", "executemany",
-                      "row-transaction"):
-            cases.append(Case(kind, f"{strat} ({small:,} rows)", small, best(1, dsn, t, kind,
-                              [*app, str(part), "--table", t, "--dsn", dsn, "--strategy", strat,
-                               "--batch-rows", "10000"])))
+        rows = _rows_of(kind, a.rows)
+        load = [*app, str(f), "--table", t, "--dsn", dsn]
+        full = [("psql \\copy", psql_cmd(dsn, "-c", f"\\copy {t} FROM '{f}' CSV HEADER")),
+                ("auto", load), ("copy-csv", [*load, "--strategy", "copy-csv"]),
+                ("copy-binary", [*load, "--strategy", "copy-binary", "--batch-rows", "50000"])]
+        if kind in ("ints", "mixed"):
+            full.append(("parallel-copy", [*load, "--strategy", "parallel-copy", "--workers", "2"]))
+        if kind == "wide":
+            full += [(s, [*load, "--strategy", s, "--batch-rows", "500"]) for s in ("pipeline", "executemany")]
+        for name, secs in interleaved(a.repeat, dsn, t, DDL_OF[kind], full).items():
+            cases.append(Case(kind, name, rows, statistics.median(secs), min(secs), max(secs)))
+        if kind in ("ints", "mixed"):
+            part = head_file(f, small)
+            slow = [(f"{s} ({small:,} rows)", [*app, str(part), "--table", t, "--dsn", dsn, "--strategy", s,
+                                                "--batch-rows", "10000"])
+                    for s in ("copy-text", "unnest", "multirow-values", "pipeline", "executemany", "row-transaction")]
+            for name, secs in interleaved(1, dsn, t, DDL_OF[kind], slow).items():
+                cases.append(Case(kind, name, small, secs[0], secs[0], secs[0]))
     f = files["inserts"]
-    cases.append(Case("inserts", "psql -1 -f", a.rows, best(1, dsn, "demo", "inserts",
-                      psql_cmd(dsn, "-1", "-f", str(f)))))
-    cases.append(Case("inserts", "copy-csv", a.rows, best(a.repeat, dsn, "demo", "inserts",
-                      [*app, str(f), "--dsn", dsn, "--strategy", "copy-csv"])))
-    part = head_file(f, small, header=False)
-    for strat in ("script-do-block", "script-transaction"):
-        cases.append(Case("inserts", f"{strat} ({small:,} rows)", small, best(1, dsn, "demo", "inserts",
-                          [*app, str(part), "--dsn", dsn, "--strategy", strat, "--batch-rows", "10000"])))
+    script = [("psql -1 -f", psql_cmd(dsn, "-1", "-f", str(f))), ("auto", [*app, str(f), "--dsn", dsn])]
+    for name, secs in interleaved(1, dsn, "demo", "inserts", script).items():
+        cases.append(Case("inserts", name, a.rows, secs[0], secs[0], secs[0]))
     with psycopg.connect(dsn) as c:
         version = c.info.server_version
-    print(f"\nserver {version // 10000}.{version % 10000 // 100 if version < 100000 else version % 10000}"
-          f" ({'embedded' if 'host=/' in dsn or '@/' in dsn else 'machine'}), {os.cpu_count()} cores,"
-          f" {a.rows:,} rows per full dataset, best of {a.repeat}\n")
-    print("| dataset | case | rows | seconds | rows/s | vs psql \\copy | vs server COPY |")
+    print(f"\nserver {version // 10000} ({'embedded' if 'host=/' in dsn or '@/' in dsn else 'machine'}), "
+          f"{os.cpu_count()} cores; whole commands, interleaved, median of {a.repeat} (min-max)\n")
+    print("| dataset | case | rows | median s | min-max s | rows/s | vs psql |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for c in cases:
         ref = {x.name: x.rate for x in cases if x.dataset == c.dataset}
         p = ref.get("psql \\copy") or ref.get("psql -1 -f")
-        s = ref.get("server COPY FROM file")
-        print(f"| {c.dataset} | {c.name} | {c.rows:,} | {c.seconds:.2f} | {c.rate:,.0f} | "
-              f"{c.rate / p:.2f}x | {f'{c.rate / s:.2f}x' if s else '-'} |")
+        print(f"| {c.dataset} | {c.name} | {c.rows:,} | {c.seconds:.2f} | {c.low:.2f}-{c.high:.2f} | "
+              f"{c.rate:,.0f} | {c.rate / p:.2f}x |")
     return 0
+
+
+def _rows_of(kind: str, rows: int) -> int:
+    return {"ints10m": 10_000_000, "wide": 10_000}.get(kind, rows)
+
+
+DDL_OF = {"ints": "ints", "mixed": "mixed", "ints10m": "ints", "wide": "wide"}
+
+
+def generate_big() -> dict[str, Path]:
+    """10M integer pairs (about 130 MB) and 10k rows of three ~11 kB texts (about 335 MB)."""
+    out = {"ints10m": DATA / "ints_10000000.csv", "wide": DATA / "wide_10000.csv"}
+    if not out["ints10m"].exists():
+        rng = np.random.default_rng(7)
+        pl.DataFrame({"a": np.arange(10_000_000), "b": rng.integers(0, 2**31, 10_000_000)}).write_csv(out["ints10m"])
+    if not out["wide"].exists():
+        rng = np.random.default_rng(11)
+        words = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"])
+
+        def text(n: int) -> list[str]:
+            return [" ".join(rng.choice(words, 1700)) for _ in range(n)]
+
+        pl.DataFrame({"id": np.arange(10_000), "a": text(10_000), "b": text(10_000), "c": text(10_000)}).write_csv(
+            out["wide"])
+    return out
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from psycopg import sql
 from core import checkpoint as ck
 from core import janitor
 from core import mapping as mp
+from core.auto import AUTO, Choice, choose
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn, strip_password, table_columns
 from core.diagnose import bad_column, first_bad_row, first_bad_row_in, server_reason
@@ -62,7 +63,8 @@ class LoadResult:
     reject_file: str | None = None
     resumed_from: int = 0  # source rows an earlier per-batch run had committed
     load_seconds: float = 0.0  # from the first batch to the commit: no start-up, connecting or planning
-    reason: str = ""  # why the load takes its protocol (several streams), said before the run
+    chosen: dict[str, Any] | None = None  # with --strategy auto: the strategy, batch_rows and workers picked
+    reason: str = ""  # why auto chose it, and why several streams take their protocol (said before the run)
     rows_dropped: int = 0  # script rows ON CONFLICT DO NOTHING dropped: their key was already there
 
     @property
@@ -154,14 +156,29 @@ class LoadJob:
 
     # -- the run ----------------------------------------------------------------------
 
+    chosen: Choice | None = None  # what `auto` picked, and why
+
     def run(self) -> LoadResult:
+        result = self._run_job()
+        reasons = [r for r in (self.chosen.reason if self.chosen else "", result.reason) if r]
+        if self.chosen is not None:
+            result = replace(result, chosen=self.chosen.to_json(), reason="; ".join(reasons))
+        return result
+
+    def _run_job(self) -> LoadResult:
         self._t0 = time.monotonic()
         spec = self.spec
-        cls = get_strategy(spec.strategy)
+        cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
         self._emit(Phase.CONNECTING, force=True)
         dsn = resolve_dsn(spec.dsn)
         with connect(dsn, autocommit=True) as ctl:
             plan = plan_load(spec, ctl)
+            if cls is None:
+                self.chosen = choose(spec, plan, ctl)
+                self.spec = spec = replace(spec, strategy=self.chosen.strategy, batch_rows=self.chosen.batch_rows,
+                                           workers=self.chosen.workers)
+                cls = get_strategy(spec.strategy)
+                self.on_log(f"auto chose {cls.id} (batches of {spec.batch_rows:,} rows): {self.chosen.reason}")
             source = plan.source
             self.bytes_total = source.size
             if cls.script_only and source.format != "sql":
