@@ -6,6 +6,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from core.cancel import CancelToken
@@ -66,3 +67,31 @@ class Job:
 
     def cancel(self) -> None:
         self.cancel_token.cancel()
+
+
+class Background:
+    """Short background jobs of one owner (previews, catalog reads): results for a deleted owner are dropped."""
+
+    def __init__(self, owner: QObject, on_fail: Callable[[str], None]) -> None:
+        self._owner = owner
+        self._on_fail = on_fail
+        self.jobs: set[Job] = set()  # running; each leaves when it ends
+
+    def start(self, fn: JobFn, on_done: Callable[[Any], None],
+              on_fail: Callable[[str], None] | None = None) -> Job:
+        job = Job(fn)
+        self.jobs.add(job)
+        job.signals.finished.connect(self._while_alive(on_done))
+        job.signals.failed.connect(self._while_alive(on_fail or self._on_fail))
+        for sig in (job.signals.finished, job.signals.failed, job.signals.cancelled):
+            sig.connect(lambda *_a, j=job: self.jobs.discard(j))
+        return job.start()
+
+    def _while_alive(self, fn: Callable[..., None]) -> Callable[..., None]:
+        """A result may arrive after the owner is gone (closed, or a test ended): drop it then."""
+
+        def call(*args: Any) -> None:
+            if shiboken6.isValid(self._owner):
+                fn(*args)
+
+        return call

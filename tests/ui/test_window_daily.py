@@ -197,7 +197,7 @@ def test_profiles_rejects_history_table_and_server(
     w = window
     path = _write(tmp_path / "rej.csv", "id,name\n1,a\nx,b\n3,c\n")
     _open(qtbot, w, path)
-    assert w.settings.last_folder == str(tmp_path) and w._start_folder() == str(tmp_path)
+    assert w.settings.last_folder == str(tmp_path) and w.profiles.start_folder() == str(tmp_path)
     table = table_name("rej")
     w.table_combo.setEditText(table)
     w.mapping.setData(w.mapping.index(0, 3), "integer")

@@ -1,0 +1,55 @@
+"""The mapping panel: the column mapping editor, its hint line and Reset mapping."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView, QVBoxLayout, QWidget
+
+from core.spec import ColumnMap
+from ui.mapping_delegate import MappingDelegate
+from ui.table_models import MappingModel
+
+HINT = "Edit target names and types (your edits are kept); untick a column to skip it."
+
+
+class MappingPanel(QGroupBox):
+    """Widgets only; the window wires reset_btn and the model's dataChanged."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Mapping", parent)
+        lay = QVBoxLayout(self)
+        self.mapping = MappingModel()
+        view = QTableView()
+        view.setModel(self.mapping)
+        view.setItemDelegate(MappingDelegate(view))
+        view.setWordWrap(False)
+        view.verticalHeader().setVisible(False)
+        view.verticalHeader().setDefaultSectionSize(22)
+        header = view.horizontalHeader()
+        # Fixed widths: a long sample or name must not push the target type and warning out of sight.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for col, width in enumerate((96, 64, 96, 112, 50)):
+            header.resizeSection(col, width)
+        header.setMinimumSectionSize(30)
+        header.setStretchLastSection(True)
+        view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.mapping_view = view
+        lay.addWidget(view)
+        row = QHBoxLayout()
+        self.mapping_hint = QLabel(HINT)
+        self.mapping_hint.setWordWrap(True)
+        self.reset_btn = QPushButton("Reset mapping")
+        self.reset_btn.setToolTip("Forget your edits of names, types and ticks: back to what file and table suggest")
+        row.addWidget(self.mapping_hint, 1)
+        row.addWidget(self.reset_btn)
+        lay.addLayout(row)
+
+    def show_unmatched(self, left: list[ColumnMap]) -> None:
+        """Name the columns the existing table does not have; Run waits for them."""
+        if not left:
+            self.mapping_hint.setText(HINT)
+            return
+        names = ", ".join(m.source or m.target for m in left[:4]) + (", …" if len(left) > 4 else "")
+        self.mapping_hint.setText(
+            f"<span style='color:#b00020'><b>{len(left)} column{'s' if len(left) != 1 else ''} not in the table"
+            f"</b> ({names}): pick a target column or untick; Run waits until then.</span>")

@@ -1,0 +1,147 @@
+"""The run panel: Run, Stop, Check, Resume, Show table, progress, counters, summary, log, rejects, charts."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.events import Progress, human_seconds
+from ui.charts import ThroughputChart
+from ui.table_models import RejectsModel
+
+
+class RunPanel(QGroupBox):
+    """Widgets and how a run shows; the run controller decides what to show."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Run", parent)
+        lay = QHBoxLayout(self)
+        left = QVBoxLayout()
+        buttons = QHBoxLayout()
+        self.run_btn = QPushButton("Run  (Ctrl+R)")
+        self.stop_btn = QPushButton("Stop  (Esc)")
+        self.stop_btn.setEnabled(False)
+        # Shown when a per-batch run stopped midway (or an earlier one did): go on, or start over.
+        self.resume_btn = QPushButton("Resume")
+        self.resume_btn.setToolTip("Continue the interrupted per-batch load after its last committed batch")
+        self.restart_btn = QPushButton("Start over")
+        self.restart_btn.setToolTip("Load every row again; rows the earlier run committed stay in the table")
+        self.check_btn = QPushButton("Check")
+        self.check_btn.setToolTip("Run the load with these settings inside a transaction that is rolled back: "
+                                  "see which rows would be rejected, and the rate, without changing the table")
+        self.show_table_btn = QPushButton("Show table")
+        self.show_table_btn.setToolTip("The first 1,000 rows of the target table (read-only)")
+        self.show_table_btn.setEnabled(False)
+        for b in (self.run_btn, self.stop_btn, self.check_btn, self.resume_btn, self.restart_btn,
+                  self.show_table_btn):
+            buttons.addWidget(b)
+        self.set_resumable(False)
+        left.addLayout(buttons)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setFormat("idle")
+        left.addWidget(self.progress)
+        self.counters = QLabel()
+        # Fixed-width digits in fixed-width fields: the layout does not shift while the numbers grow.
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        mono.setPointSize(10)
+        mono.setBold(True)
+        self.counters.setFont(mono)
+        self.show_counters(0, 0, 0)
+        left.addWidget(self.counters)
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        left.addWidget(self.summary)
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(20_000)
+        self.run_tabs = QTabWidget()
+        self.run_tabs.addTab(self.log, "Log")
+        rejected = QWidget()
+        rl = QVBoxLayout(rejected)
+        rl.setContentsMargins(0, 0, 0, 0)
+        self.rejects = RejectsModel()
+        self.rejects_view = QTableView()
+        self.rejects_view.setModel(self.rejects)
+        self.rejects_view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.rejects_view.horizontalHeader().setStretchLastSection(True)
+        self.rejects_view.setWordWrap(False)
+        self.rejects_view.verticalHeader().setVisible(False)
+        self.rejects_view.verticalHeader().setDefaultSectionSize(22)
+        for col, width in enumerate((44, 44, 64, 64, 320)):
+            self.rejects_view.setColumnWidth(col, width)
+        rl.addWidget(self.rejects_view)
+        self.open_rejects_btn = QPushButton("Open reject file")
+        self.open_rejects_btn.setEnabled(False)
+        rl.addWidget(self.open_rejects_btn)
+        self.run_tabs.addTab(rejected, "Rejected rows")
+        left.addWidget(self.run_tabs)
+        holder = QWidget()
+        holder.setLayout(left)
+        holder.setMinimumWidth(480)
+        holder.setMaximumWidth(620)
+        lay.addWidget(holder)
+        self.chart = ThroughputChart()
+        lay.addWidget(self.chart, 1)
+
+    def log_line(self, text: str) -> None:
+        """Append to the log and follow its newest line."""
+        self.log.appendPlainText(text)
+        bar = self.log.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def show_counters(self, read: int, loaded: int, rejected: int, rate: str = "") -> None:
+        """Fixed-width fields (monospace font): the layout stays put while the numbers grow."""
+        self.counters.setText(f"read {read:>11,}  loaded {loaded:>11,}  rejected {rejected:>9,}" + (
+            f"\n{rate}" if rate else "\n"))
+
+    def show_progress(self, p: Progress) -> None:
+        self.chart.add(p)
+        frac = p.fraction
+        if frac is not None:
+            self.progress.setValue(int(frac * 1000))
+        self.progress.setFormat(f"{p.phase.value} {frac * 100 if frac else 0:.0f}%  ETA {human_seconds(p.eta_s)}")
+        self.show_counters(p.rows_read, p.rows_loaded, p.rows_rejected,
+                           f"{p.rows_per_s:>11,.0f} rows/s  {p.mb_per_s:>8,.1f} MB/s (average)")
+
+    def show_rejects(self, path: str | None) -> None:
+        self.rejects.load(path)
+        self.open_rejects_btn.setEnabled(bool(path))
+        self.run_tabs.setTabText(1, f"Rejected rows ({self.rejects.total:,})" if path else "Rejected rows")
+        if path:
+            self.run_tabs.setCurrentIndex(1)
+
+    def clear_for_run(self) -> None:
+        self.progress.setValue(0)
+        self.progress.setFormat("starting…")
+        self.summary.setText("")
+        self.show_counters(0, 0, 0)
+        self.chart.reset()
+        self.set_resumable(False)
+        self.show_rejects(None)
+
+    def set_running(self, running: bool) -> None:
+        self.run_btn.setEnabled(not running)
+        self.check_btn.setEnabled(not running)
+        self.stop_btn.setEnabled(running)
+        if not running:
+            self.chart.stop()
+            self.show_table_btn.setEnabled(True)
+
+    def set_resumable(self, on: bool, *, restart: bool = False) -> None:
+        self.resume_btn.setVisible(on)
+        self.resume_btn.setEnabled(on)
+        self.restart_btn.setVisible(on and restart)
+        self.restart_btn.setEnabled(on and restart)

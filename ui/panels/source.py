@@ -1,0 +1,140 @@
+"""The source panel: file, format options, the script's table pick-list and the preview grid."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.preview import SourceInfo
+from core.spec import SourceOptions
+from ui.table_models import PreviewModel
+
+FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow"]
+NULL_TIP = "Text that means NULL, e.g. NA or \\N (empty: an empty unquoted field is NULL, \"\" is empty text)"
+
+
+class SourcePanel(QGroupBox):
+    """Widgets only; the window wires open_btn, path_edit, refresh_btn and script_table_combo."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Source", parent)
+        lay = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.path_edit = QLineEdit()
+        self.path_edit.setPlaceholderText("Open a CSV, Parquet, JSON, Excel or SQL file (or drop it here)")
+        self.open_btn = QPushButton("Open…")
+        row.addWidget(self.path_edit)
+        row.addWidget(self.open_btn)
+        lay.addLayout(row)
+        form = QHBoxLayout()
+        self.format_combo = QComboBox()
+        self.format_combo.addItems(FORMATS)
+        self.delim_edit = QLineEdit()
+        self.delim_edit.setMaximumWidth(40)
+        self.delim_edit.setToolTip("Field delimiter (\\t for tab); sniffed from the file")
+        self.quote_edit = QLineEdit()
+        self.quote_edit.setMaximumWidth(30)
+        self.header_check = QCheckBox("Header")
+        self.header_check.setChecked(True)
+        self.encoding_edit = QLineEdit()
+        self.encoding_edit.setMinimumWidth(70)
+        self.encoding_edit.setMaximumWidth(90)
+        self.null_edit = QLineEdit()
+        self.null_edit.setMaximumWidth(60)
+        self.null_edit.setToolTip(NULL_TIP)
+        # Two short rows rather than one long one: the panel stays narrow and the mapping gets the width.
+        dialect = QHBoxLayout()
+        for label, w in (("Format", self.format_combo), ("Delim", self.delim_edit), ("Quote", self.quote_edit),
+                         ("Encoding", self.encoding_edit)):
+            dialect.addWidget(QLabel(label))
+            dialect.addWidget(w)
+        dialect.addStretch(1)
+        lay.addLayout(dialect)
+        form.addWidget(QLabel("NULL"))
+        form.addWidget(self.null_edit)
+        form.addWidget(self.header_check)
+        self.script_table_label = QLabel("Table")
+        self.script_table_combo = QComboBox()
+        self.script_table_combo.setToolTip(
+            "This SQL script fills several tables: load all of them (each into its own table, in one "
+            "transaction) or pick one"
+        )
+        form.addWidget(self.script_table_label)
+        form.addWidget(self.script_table_combo)
+        self.show_script_tables([], None)
+        self.refresh_btn = QPushButton("Apply")
+        self.refresh_btn.setToolTip("Re-read the preview with these options")
+        form.addStretch(1)
+        form.addWidget(self.refresh_btn)
+        lay.addLayout(form)
+        self.preview = PreviewModel()
+        view = QTableView()
+        view.setModel(self.preview)
+        view.horizontalHeader().setDefaultSectionSize(110)
+        view.verticalHeader().setDefaultSectionSize(22)
+        view.setWordWrap(False)
+        self.preview_view = view
+        lay.addWidget(view)
+        self.source_status = QLabel("No file yet.")
+        lay.addWidget(self.source_status)
+
+    def show_script_tables(self, tables: list[tuple[str, int]], picked: str | None) -> None:
+        """The pick-list of a script's tables; hidden unless it fills several."""
+        combo = self.script_table_combo
+        combo.blockSignals(True)
+        combo.clear()
+        if len(tables) > 1:
+            combo.addItem(f"all {len(tables)} tables ({sum(n for _, n in tables):,} rows)", None)
+            for name, rows in tables:
+                combo.addItem(f"{name} ({rows:,} rows)", name)
+            combo.setCurrentIndex(max(combo.findData(picked), 0) if picked else 0)
+        combo.blockSignals(False)
+        combo.setVisible(len(tables) > 1)
+        self.script_table_label.setVisible(len(tables) > 1)
+
+    def show_info(self, info: SourceInfo) -> None:
+        """The sniffed options, the preview (malformed records spanning their row) and a status line."""
+        o = info.options
+        self.format_combo.setCurrentText(o.format or "(auto)")
+        self.delim_edit.setText("\\t" if o.delimiter == "\t" else (o.delimiter or ""))
+        self.quote_edit.setText(o.quote or "")
+        self.header_check.setChecked(o.header is not False)
+        self.encoding_edit.setText(o.encoding or "")
+        self.null_edit.setText(o.null or "")
+        self.preview.set_frame(info.sample, info.types, info.bad)
+        self.preview_view.clearSpans()
+        for row in self.preview.bad_rows():
+            self.preview_view.setSpan(row, 0, 1, max(1, len(info.columns)))
+        note = info.null_note()
+        bad = f" and {len(info.bad)} malformed record{'s' if len(info.bad) != 1 else ''} (marked ⚠)" if info.bad else ""
+        self.source_status.setText(
+            f"{o.format}: {len(info.columns)} columns, {info.rows_text()}; showing {info.sample.height} rows{bad}"
+            + (f"; {note}" if note else ""))
+        self.null_edit.setToolTip(f"{NULL_TIP}\nSniffed: {note}" if note else NULL_TIP)
+        self.show_script_tables(info.script_tables, o.script_table)
+
+    def options(self, null_columns: list[str] | None) -> SourceOptions:
+        """The options as set; `null_columns`: where a sniffed NULL marker applies (None: every column)."""
+        fmt = self.format_combo.currentText()
+        delim = self.delim_edit.text()
+        return SourceOptions(
+            path=self.path_edit.text().strip(),
+            format=None if fmt == "(auto)" else fmt,
+            delimiter=("\t" if delim in ("\\t", "tab") else delim) or None,
+            quote=self.quote_edit.text() or None,
+            header=self.header_check.isChecked(),
+            encoding=self.encoding_edit.text() or None,
+            null=self.null_edit.text(),
+            null_columns=null_columns,
+            script_table=self.script_table_combo.currentData() if self.script_table_combo.count() > 1 else None,
+        )

@@ -1,0 +1,73 @@
+"""The strategy panel: the strategy with its seed's lesson, batch size, workers, commit mode and policy."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+
+from core.spec import CommitMode, ErrorPolicy
+from core.strategies.base import Strategy, all_strategies
+
+
+class StrategyPanel(QGroupBox):
+    """Widgets and the strategy list; the help text follows the choice."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Strategy", parent)
+        form = QFormLayout(self)
+        self.strategy_combo = QComboBox()
+        self.strategies = all_strategies()
+        for cls in self.strategies:
+            self.strategy_combo.addItem(f"{cls.id} — {cls.title}", cls.id)
+        self.strategy_combo.setCurrentIndex([c.id for c in self.strategies].index("copy-csv"))
+        self.strategy_combo.currentIndexChanged.connect(self._on_strategy_changed)
+        form.addRow("Strategy", self.strategy_combo)
+        self.strategy_help = QLabel()
+        self.strategy_help.setWordWrap(True)
+        form.addRow("", self.strategy_help)
+        self.batch_spin = QSpinBox()
+        self.batch_spin.setRange(1, 10_000_000)
+        self.batch_spin.setValue(10_000)
+        self.batch_spin.setSingleStep(1000)
+        self.workers_spin = QSpinBox()
+        self.workers_spin.setRange(1, 32)
+        self.workers_spin.setValue(2)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Batch rows"))
+        row.addWidget(self.batch_spin)
+        row.addWidget(QLabel("Workers"))
+        row.addWidget(self.workers_spin)
+        form.addRow(row)
+        self.commit_combo = QComboBox()
+        self.commit_combo.addItems([m.value for m in CommitMode])
+        self.policy_combo = QComboBox()
+        self.policy_combo.addItems([m.value for m in ErrorPolicy])
+        row2 = QHBoxLayout()
+        row2.addWidget(QLabel("Commit"))
+        row2.addWidget(self.commit_combo)
+        row2.addWidget(QLabel("On error"))
+        row2.addWidget(self.policy_combo)
+        form.addRow(row2)
+        self._on_strategy_changed()
+
+    def current(self) -> type[Strategy]:
+        return self.strategies[self.strategy_combo.currentIndex()]
+
+    def _on_strategy_changed(self, *_args: object) -> None:
+        cls = self.current()
+        self.strategy_help.setText(f"<b>{cls.summary}.</b><br><i>{cls.lesson}</i>")
+        self.workers_spin.setEnabled(cls.multi_connection)
+
+    def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
+        ids = [c.id for c in self.strategies]
+        if strategy_id in ids:
+            self.strategy_combo.setCurrentIndex(ids.index(strategy_id))
+        if batch_rows:
+            self.batch_spin.setValue(batch_rows)
+        if workers:
+            self.workers_spin.setValue(workers)
+
+    def allow_scripts(self, is_sql: bool) -> None:
+        """Script strategies only for SQL scripts."""
+        for i, cls in enumerate(self.strategies):
+            item = self.strategy_combo.model().item(i)  # type: ignore[attr-defined]
+            item.setEnabled(is_sql or not cls.script_only)

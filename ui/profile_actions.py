@@ -1,0 +1,128 @@
+"""Profile actions: open and save profiles, export the history, recent lists, and the file dialogs."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QFileDialog, QMenu, QTreeView
+
+from core import profile
+from ui.table_models import HistoryModel
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+
+
+def table_name_for(path: str) -> str:
+    """A table name from a file's name: lower case, anything but letters and digits as _."""
+    stem = Path(path).stem.lower()
+    return "".join(c if c.isalnum() else "_" for c in stem).strip("_") or "imported"
+
+
+class ProfileActions(QObject):
+    """File > Open/Save profile, Export history, the recent lists; dialogs open in the last folder used."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.w = window
+        self.settings = window.settings
+
+    # -- dialogs --------------------------------------------------------------------------------
+
+    def start_folder(self) -> str:
+        """The last folder a file was opened from or saved to, else home."""
+        folder = self.settings.last_folder
+        return folder if folder and Path(folder).is_dir() else str(Path.home())
+
+    def remember_folder(self, path: str) -> None:
+        self.settings.last_folder = str(Path(path).parent)
+        self.settings.save()
+
+    def file_dialog(self, title: str, filters: str, *, save: bool = False, name: str = "") -> str:
+        """A file picked in Qt's own dialog (the same everywhere), or ''; its folder is remembered."""
+        dlg = QFileDialog(self.w, title, self.start_folder(), filters)
+        dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave if save else QFileDialog.AcceptMode.AcceptOpen)
+        dlg.setFileMode(QFileDialog.FileMode.AnyFile if save else QFileDialog.FileMode.ExistingFile)
+        dlg.setViewMode(QFileDialog.ViewMode.Detail)
+        if save and "*." in filters:
+            dlg.setDefaultSuffix(filters.split("*.")[1].split(")")[0].split()[0])  # and asks before overwriting
+        if name:
+            dlg.selectFile(name)
+        dlg.setOption(QFileDialog.Option.DontUseNativeDialog, True)
+        dlg.resize(960, 560)
+        for view in dlg.findChildren(QTreeView):
+            # Readable columns: names not cut at 150 px, sizes and dates not elided ("629...tes").
+            for col, width in enumerate((330, 90, 110, 170)):
+                view.header().resizeSection(col, width)
+        if not dlg.exec() or not dlg.selectedFiles():
+            return ""
+        path = dlg.selectedFiles()[0]
+        self.remember_folder(path)
+        return path
+
+    # -- profiles -------------------------------------------------------------------------------
+
+    def on_open_profile(self) -> None:
+        path = self.file_dialog("Open profile", "Profiles (*.toml)")
+        if path:
+            self.open_profile(path)
+
+    def open_profile(self, path: str) -> None:
+        try:
+            spec, rest = profile.load(path)
+            compare = profile.compare_section(rest)
+        except Exception as exc:  # noqa: BLE001 - ConfigError and OS errors alike
+            self.w.on_background_failed(str(exc))
+            return
+        self.settings.remember("recent_profiles", path)
+        self.settings.save()
+        self.refresh_recent()
+        if compare is not None:
+            self.w.compare_tab.apply_compare_settings(compare)
+        self.w.apply_spec(spec)
+
+    def on_save_profile(self) -> None:
+        name = table_name_for(self.w.table_combo.currentText().strip() or "profile") + ".toml"
+        path = self.file_dialog("Save profile", "Profiles (*.toml)", save=True, name=name)
+        if path:
+            self.save_profile(path)
+
+    def save_profile(self, path: str) -> str:
+        """Save the set-up as a profile; `.toml` is added when the name has no extension. Returns the path."""
+        if not Path(path).suffix:
+            path += ".toml"
+        profile.save(self.w.current_spec(), path, extra={"compare": self.w.compare_tab.compare_settings()})
+        self.settings.remember("recent_profiles", path)
+        self.settings.save()
+        self.refresh_recent()
+        self.w.run_panel.log_line(f"saved profile {path}")
+        return path
+
+    # -- history and recent lists ---------------------------------------------------------------
+
+    def on_export_history(self) -> None:
+        path = self.file_dialog("Export history", "CSV (*.csv)", save=True, name="sluice-history.csv")
+        if path:
+            self.export_history(path)
+
+    def export_history(self, path: str) -> None:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(HistoryModel.HEADERS)
+            w.writerows(self.w.history.rows)
+
+    def refresh_recent(self) -> None:
+        menus: tuple[tuple[QMenu, list[str], Callable[[str], object]], ...] = (
+            (self.w.recent_menu, self.settings.recent_files, self.w.open_file),
+            (self.w.recent_profiles_menu, self.settings.recent_profiles, self.open_profile),
+        )
+        for menu, items, opener in menus:
+            menu.clear()
+            for path in items:
+                act = menu.addAction(path)
+                act.triggered.connect(lambda _=False, p=path, o=opener: o(p))
+            menu.setEnabled(bool(items))

@@ -1,0 +1,351 @@
+"""The run controller: a load's or a check's life (start, confirm, stop, resume, end) and the history.
+
+The window owns the widgets and the signals; this owns the job. When a run ends, the counters,
+the summary, the History row and the log are written in one place (`_end_run`), so they agree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import QMessageBox
+
+from core.db import TableRef
+from core.embedded import data_dir
+from core.errors import ConfigError, UnfinishedRun
+from core.events import Progress
+from core.job import LoadJob, LoadResult
+from core.preview import TableSize, committed, table_size
+from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
+from ui import dialogs
+from ui.table_models import HistoryModel
+from ui.worker import Job
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+
+CHECKS_KEPT = 20  # reject files of the newest checks kept in the data directory
+
+
+class RunController(QObject):
+    """Starts, stops and ends runs of the window's current set-up; keeps the session's history."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.w = window
+        self.p = window.run_panel
+        self.history = HistoryModel()
+        self.job: Job | None = None
+        self.spec: LoadSpec | None = None
+        self.kind = "load"  # or "check"
+        self.last_progress: Progress | None = None
+        self.starting = False  # waiting for the table's size or the user's yes
+        self._confirmed: set[tuple[str, str | None, str]] = set()  # (file, schema, table) appends allowed
+        self._reject_files: dict[tuple[str, str], str] = {}  # (file, table) -> reject file of its last run
+        p = self.p
+        p.run_btn.clicked.connect(lambda: self.start_run())
+        p.stop_btn.clicked.connect(self.stop_run)
+        p.check_btn.clicked.connect(self.check_run)
+        p.resume_btn.clicked.connect(lambda: self.start_run(resume=True))
+        p.restart_btn.clicked.connect(lambda: self.start_run(restart=True))
+        p.open_rejects_btn.clicked.connect(self._on_open_rejects_clicked)
+
+    # -- starting --------------------------------------------------------------------------------
+
+    def start_run(self, *, resume: bool = False, restart: bool = False) -> None:
+        """Run the load as set up; `resume` continues an interrupted per-batch run, `restart` ignores it.
+
+        Refused while a column is unmatched; before the first append of a file into a table that has
+        rows the user is asked (the table's size comes from a worker, with its columns or now).
+        """
+        w = self.w
+        if self.job is not None or self.starting:
+            return
+        if w.after_mapping(lambda: self.start_run(resume=resume, restart=restart)):
+            return
+        spec = w.current_spec()
+        if resume and spec.commit is not CommitMode.PER_BATCH:
+            spec.commit = CommitMode.PER_BATCH  # only per-batch runs leave something to resume
+            w.commit_combo.setCurrentText(CommitMode.PER_BATCH.value)
+        if not self._runnable(spec):
+            return
+        key = (spec.source.path, spec.target.schema, spec.target.table)
+        if spec.target.mode not in (LoadMode.APPEND, LoadMode.UPSERT) or resume or key in self._confirmed:
+            self._launch(spec, resume=resume, restart=restart)
+            return
+        self.starting = True
+        if w.target_size is not None:  # looked up with the table's columns: ask now
+            self._confirm_append(spec, w.target_size, restart)
+            return
+        self.p.progress.setFormat("looking at the table…")
+        dsn, ref = spec.dsn, TableRef(spec.target.table, spec.target.schema)
+        w.background(lambda *_a: table_size(dsn, ref), lambda size: self._confirm_append(spec, size, restart),
+                     self._on_size_failed)
+
+    def check_run(self) -> None:
+        """Check before loading: the load with these settings, rolled back at the end.
+
+        Bad rows are collected (policy skip, where the strategy allows it) so the check lists every
+        row that would be rejected; the table is left as it was.
+        """
+        if self.job is not None or self.starting:
+            return
+        if self.w.after_mapping(self.check_run):
+            return
+        spec = self.w.current_spec()
+        if not self._runnable(spec):
+            return
+        if not self.w.strategy_panel.current().multi_connection:  # parallel-copy has no skip yet
+            spec.on_error = ErrorPolicy.SKIP
+        folder = data_dir() / "checks"
+        folder.mkdir(exist_ok=True)
+        for old in sorted(folder.glob("*.csv"), key=lambda p: p.stat().st_mtime)[:-(CHECKS_KEPT - 1)]:
+            old.unlink(missing_ok=True)
+        spec.reject_file = str(folder / f"{Path(spec.source.path).stem}-{dt.datetime.now():%Y%m%d-%H%M%S-%f}.csv")
+        self._launch(spec, dry_run=True)
+
+    def stop_run(self) -> None:
+        if self.starting:
+            self.starting = False
+            self.p.progress.setFormat("idle")
+            self.p.log_line("not started: stopped before the run began")
+            return
+        if self.job is not None:
+            self.p.progress.setFormat("stopping…")
+            self.job.cancel()
+
+    def _runnable(self, spec: LoadSpec) -> bool:
+        if not spec.source.path or not spec.target.table:
+            self._refuse("Open a file and name a target table first.")
+            return False
+        left = self.w.mapping.unmatched()
+        if left:
+            names = ", ".join(repr(m.source or m.target) for m in left)
+            where = TableRef(spec.target.table, spec.target.schema).display()
+            self._refuse(f"{len(left)} column{'s' if len(left) != 1 else ''} of the file ({names}) "
+                         f"{'are' if len(left) != 1 else 'is'} not in {where}."
+                         "\n\nPick a target column for each in the mapping, or untick it to skip it.")
+            return False
+        return True
+
+    def _refuse(self, message: str) -> None:
+        self.p.log_line("not started: " + message.replace("\n\n", " "))
+        self.w.run_refused.emit(message)
+        QMessageBox.information(self.w, "Sluice", message)
+
+    def _on_size_failed(self, message: str) -> None:
+        self.starting = False
+        self.p.progress.setFormat("idle")
+        self.w.on_background_failed(message)
+
+    def _confirm_append(self, spec: LoadSpec, size: TableSize | None, restart: bool) -> None:
+        if not self.starting:
+            return  # stopped before it started
+        self.starting = False
+        self.p.progress.setFormat("idle")
+        info = self.w.source_info
+        if size is not None and size.rows > 0:
+            ref = TableRef(spec.target.table, spec.target.schema or "public").display()
+            rows = info.rows_text() if info is not None else "the file's rows"
+            verb = "Append" if spec.target.mode is LoadMode.APPEND else "Upsert"
+            question = f"{verb} {rows} to {ref} ({size.text()})?"
+            if info is not None and not info.rows_exact:
+                question += "\n\nThe file's row count is an estimate from its first rows."
+            if not dialogs.ask(self.w, f"{verb} to a table that has rows", question, verb):
+                self.p.log_line(f"not started: the user did not {verb.lower()} to {ref}")
+                self.w.run_refused.emit(question)
+                return
+        self._confirmed.add((spec.source.path, spec.target.schema, spec.target.table))
+        self._launch(spec, restart=restart)
+
+    def _launch(self, spec: LoadSpec, *, resume: bool = False, restart: bool = False, dry_run: bool = False) -> None:
+        if spec.on_error is ErrorPolicy.SKIP and spec.reject_file is None:
+            spec.reject_file = self._reject_file_for(spec, resume)
+        self.kind = "check" if dry_run else "load"
+        self.last_progress = None
+        self.p.clear_for_run()
+        verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
+        self.p.log_line(
+            f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
+        job = Job(lambda on_progress, on_log, cancel: LoadJob(
+            spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart,
+            dry_run=dry_run).run())
+        self.job, self.spec = job, spec
+        job.signals.progress.connect(self._on_progress)
+        job.signals.log.connect(self.p.log_line)
+        job.signals.finished.connect(self._on_finished)
+        job.signals.failed.connect(self._on_failed)
+        job.signals.cancelled.connect(self._on_cancelled)
+        self.p.set_running(True)
+        job.start()
+
+    def _reject_file_for(self, spec: LoadSpec, resume: bool) -> str:
+        """A new reject file per run (never overwriting an earlier one); a resumed run goes on in its own."""
+        key = (spec.source.path, spec.target.table)
+        if resume and key in self._reject_files:
+            return self._reject_files[key]
+        src = Path(spec.source.path)
+        stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}"
+        path = src.with_name(f"{src.name}.rejects-{stamp}.csv")
+        n = 2
+        while path.exists():
+            path = src.with_name(f"{src.name}.rejects-{stamp}-{n}.csv")
+            n += 1
+        self._reject_files[key] = str(path)
+        return str(path)
+
+    # -- while it runs and when it ends -----------------------------------------------------------
+
+    def _on_progress(self, p: Progress) -> None:
+        self.last_progress = p
+        self.p.show_progress(p)
+
+    def _end_run(self, outcome: str, read: int, loaded: int, rejected: int, *, seconds: float | None = None,
+                 note: str = "") -> None:
+        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree."""
+        spec = self.spec
+        assert spec is not None
+        if seconds is None and self.last_progress is not None:
+            seconds = self.last_progress.elapsed  # a run that stopped: how long it went
+        rate = f"{loaded / seconds:,.0f}" if seconds and loaded else ""
+        self.p.set_running(False)
+        self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
+        self.history.add((
+            f"{dt.datetime.now():%H:%M:%S}", self.kind, Path(spec.source.path).name, spec.target.table,
+            spec.strategy, f"{read:,}", f"{loaded:,}", f"{rejected:,}", f"{seconds:.2f}" if seconds else "", rate,
+            outcome, note,
+        ))
+        self.p.log_line(f"— {outcome}: read {read:,}, loaded {loaded:,}, rejected {rejected:,}. "
+                        f"{self.p.summary.text()}")
+        self.job = None
+        self.w.run_ended.emit()
+
+    def _on_finished(self, result: LoadResult) -> None:
+        p = self.p
+        p.progress.setValue(1000)
+        check = self.kind == "check"
+        p.progress.setFormat("checked: rolled back" if check else "done")
+        rate = f"{result.rows_per_s:,.0f} rows/s"
+        if result.load_seconds:
+            rate += f"; {result.rows_loaded / result.load_seconds:,.0f} rows/s while loading"
+        if check:
+            bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
+                   if result.rows_rejected else "none would be rejected")
+            p.summary.setText(f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
+                              f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
+        else:
+            rejected = (f" {result.rows_rejected:,} rows were rejected: see {result.reject_file}."
+                        if result.rows_rejected else "")
+            resumed = f" Resumed after {result.resumed_from:,} rows committed earlier." if result.resumed_from else ""
+            p.summary.setText(f"Loaded {result.rows_loaded:,} rows in {result.seconds:.2f} s "
+                              f"({rate}) with {result.strategy}.{rejected}{resumed}")
+        if result.reject_file:
+            p.show_rejects(result.reject_file)
+        loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
+        note = f"would load {result.rows_loaded:,}; rolled back" if check else (result.reject_file or "")
+        self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
+                      seconds=result.seconds, note=note)
+        if check:
+            self.w.check_finished.emit(result)
+            return
+        self.w.refresh_table_list_quietly()
+        self.w.run_finished.emit(result)
+
+    def _stopped_read(self) -> int:
+        """Rows read when the run stopped (the last progress event)."""
+        return self.last_progress.rows_read if self.last_progress is not None else 0
+
+    def _on_failed(self, message: str) -> None:
+        w, p, spec = self.w, self.p, self.spec
+        assert spec is not None
+        error = self.job.signals.error if self.job is not None else None
+        if isinstance(error, UnfinishedRun):
+            # Not a failure of this run: ask what to do with the earlier one.
+            message = (f"{error.described}.\n\nResume continues it after the last committed batch; "
+                       "Start over loads every row again (rows it committed stay in the table).")
+            p.progress.setFormat("earlier run unfinished")
+            p.summary.setText("An earlier run of this load is unfinished: Resume or Start over.")
+            self._end_run("not started", 0, 0, 0, note=error.described)
+            p.set_resumable(True, restart=True)
+            w.run_failed.emit(message)
+            QMessageBox.information(w, "Unfinished load", message)
+            return
+        w.last_error = message
+        p.progress.setFormat("check failed" if self.kind == "check" else "failed")
+        p.log_line("error: " + message)
+        if spec.commit is CommitMode.PER_BATCH and not isinstance(error, ConfigError):
+            p.set_resumable(True, restart=True)
+
+            def then() -> None:
+                w.run_failed.emit(message)
+                QMessageBox.warning(w, "Load failed", message)
+
+            self._end_after_commits("failed", message, then)
+            return
+        nothing = "The check was rolled back" if self.kind == "check" else "Nothing was loaded"
+        p.summary.setText(f"Failed: {message}" if "nothing was loaded" in message.lower()
+                          else f"Failed: {message}. {nothing}: the table is as it was.")
+        self._end_run("failed", self._stopped_read(), 0, 0, note=message)
+        w.run_failed.emit(message)
+        QMessageBox.warning(w, "Load failed", message)
+
+    def _on_cancelled(self) -> None:
+        p, spec = self.p, self.spec
+        assert spec is not None
+        p.progress.setFormat("cancelled")
+        p.log_line("cancelled by the user")
+        if spec.commit is CommitMode.PER_BATCH:
+            p.set_resumable(True, restart=True)
+            self._end_after_commits("cancelled", "stopped by the user", self.w.run_cancelled.emit)
+            return
+        p.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
+        self._end_run("cancelled", self._stopped_read(), 0, 0, note="stopped by the user; rolled back")
+        self.w.run_cancelled.emit()
+
+    def _end_after_commits(self, outcome: str, note: str, then: Any) -> None:
+        """Per-batch: what stays is what the checkpoint says was committed, read on a worker; then `then()`."""
+        spec = self.spec
+        assert spec is not None
+        self.p.summary.setText("Stopped; reading what was committed…")
+        dsn, path, ref = spec.dsn, spec.source.path, TableRef(spec.target.table, spec.target.schema)
+
+        def done(state: tuple[int, int, int] | None) -> None:
+            read, loaded, rejected = state or (0, 0, 0)
+            self.p.summary.setText(
+                f"{'Failed' if outcome == 'failed' else 'Stopped'}. {loaded:,} rows from the batches committed "
+                f"so far stay in the table ({read:,} source rows done); Resume continues.")
+            self._end_run(outcome, read, loaded, rejected, note=note)
+            then()
+
+        def failed(message: str) -> None:
+            self.p.summary.setText(f"Stopped; what was committed is unknown ({message}).")
+            self._end_run(outcome, 0, 0, 0, note=note)
+            then()
+
+        self.w.background(lambda *_a: committed(dsn, path, ref), done, failed)
+
+    def _on_open_rejects_clicked(self) -> None:
+        if self.p.rejects.path:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(self.p.rejects.path))
+
+    # -- comparisons ------------------------------------------------------------------------------
+
+    def add_comparison(self, report: Any) -> None:
+        """A comparison goes into the history: its fastest result, round trip and sample size."""
+        results = [r for r in getattr(report, "results", []) if not getattr(r, "error", None)]
+        best = max(results, key=lambda r: statistics.median(r.runs) if r.runs else 0.0, default=None)
+        spec = self.w.current_spec()
+        rtt = getattr(report, "rtt_ms", 0.0)
+        sample = getattr(report, "sample_rows", None)
+        note = (f"{len(results)} results, RTT {rtt:g} ms, sample {sample:,} rows" if sample
+                else f"{len(results)} results, RTT {rtt:g} ms, whole file")
+        rate = f"{statistics.median(best.runs):,.0f}" if best is not None and best.runs else ""
+        self.history.add((
+            f"{dt.datetime.now():%H:%M:%S}", "compare", Path(spec.source.path).name, spec.target.table,
+            f"fastest: {best.strategy}" if best is not None else "", "", "", "", "", rate, "compared", note,
+        ))
