@@ -866,7 +866,7 @@ class LoadJob:
         elif wf.row is not None and self._raw and strategy is not None and not strategy.multi_connection:
             # The file's own bytes went to one COPY, whose "line N" counts lines of the data.
             row = source.row_at_data_line(wf.row + 1) if hasattr(source, "row_at_data_line") else None
-        elif wf.row is not None and strategy is not None and strategy.id in ("copy-text", "copy-binary"):
+        elif wf.row is not None and strategy is not None and strategy.row_per_line:
             row = self._stream_base + wf.row  # one line (or tuple) per row in these streams
         # Otherwise (a CSV stream, where quoted newlines shift COPY's count, or several
         # streams at once) the row is found by replaying the source below.

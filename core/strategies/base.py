@@ -56,6 +56,7 @@ class Strategy(ABC):
     script_only: ClassVar[bool] = False
     streams_raw_csv: ClassVar[bool] = False  # can take the CSV file's own bytes
     stream_rows: ClassVar[bool] = False  # WriteFailed.row counts from the load's start, not the batch's
+    row_per_line: ClassVar[bool] = False  # its COPY stream holds one line (or tuple) per row: "line N" is row N
     # What the settings change on the wire (the Compare lab asks, never by id):
     batch_sized: ClassVar[bool] = True  # False: one statement per row, whatever batch_rows says
     takes_workers: ClassVar[bool] = False  # True: ctx.workers connections load at once
