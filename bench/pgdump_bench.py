@@ -103,8 +103,10 @@ def _same(dsn: str) -> bool:
 def time_sluice(dsn: str, path: Path) -> float:
     _empty(dsn)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "app", "load", str(path), "--dsn", dsn], check=True,
-                   capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "app", "load", str(path), "--dsn", dsn], capture_output=True,
+                          text=True)
+    if done.returncode:
+        raise SystemExit(f"{path.name}: python -m app load failed:\n{done.stderr[-2000:]}")
     seconds = time.perf_counter() - t0
     if not _same(dsn):
         raise SystemExit(f"{path.name}: the table Sluice loaded differs from the source")
