@@ -109,11 +109,14 @@ def spec_from_args(a: argparse.Namespace) -> LoadSpec:
         script_table=getattr(a, "script_table", None),
     )
     table = a.table
+    is_sql = (a.format or "") == "sql" or (not a.format and a.source.lower().endswith(".sql"))
     if not table:
-        if (a.format or "") == "sql" or a.source.lower().endswith(".sql"):
+        if is_sql:
             table = _script_table(src)
         else:
             raise ConfigError("--table is required")
+    elif is_sql and not src.script_table:
+        _one_script_table(src)
     return LoadSpec(
         source=src,
         target=TargetSpec(table=table[1], schema=a.schema or table[0])
@@ -159,6 +162,20 @@ def _warm_up() -> threading.Thread:
     thread = threading.Thread(target=run, name="sluice-warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def _one_script_table(src: SourceOptions) -> None:
+    """--table names one table: a script that fills several must say which (read once, kept for the load)."""
+    from core.sources.factory import open_source
+    from core.sources.sql_source import SqlScriptSource
+
+    source = open_source(src)
+    if isinstance(source, SqlScriptSource) and source.several:
+        names = ", ".join(t.describe() for t in source.selected)
+        raise ConfigError(
+            f"the script fills {len(source.selected)} tables ({names}): pick the one for --table with "
+            "--script-table, or leave --table out to load each into its own table"
+        )
 
 
 def _unescape(s: str | None) -> str | None:

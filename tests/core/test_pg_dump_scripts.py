@@ -234,3 +234,13 @@ def test_compare_lab_runs_the_script_strategies_on_a_real_dump(
     for r in report.results:
         assert r.error is None and r.rows == 120, (r.strategy, r.error)
     assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(target))).fetchone() == (0,)
+
+
+def test_cli_table_on_a_script_of_several_tables_needs_a_pick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli import main
+
+    path = tmp_path / "two.sql"
+    path.write_text("COPY public.a (k) FROM stdin;\n1\n\\.\nINSERT INTO public.b VALUES (1);\n")
+    assert main(["load", str(path), "--table", "x", "--dsn", "host=127.0.0.1 port=1"]) == 2
+    err = capsys.readouterr().err
+    assert "fills 2 tables" in err and "public.a (1 rows)" in err and "--script-table" in err
