@@ -15,7 +15,7 @@ from core.spec import CommitMode, ErrorPolicy
 if TYPE_CHECKING:
     import psycopg
 
-    from core.job import Plan
+    from core.plan import Plan
     from core.spec import LoadSpec
 
 AUTO = "auto"
@@ -36,7 +36,7 @@ class Choice:
 
 def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
     from core import mapping as mp
-    from core.job import source_is_csv
+    from core.protocols.common import source_is_csv
     from core.strategies.arrow_binary import arrow_columns
 
     source = plan.source

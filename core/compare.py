@@ -29,7 +29,8 @@ from core import mapping as mp
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn
 from core.errors import Cancelled, ConfigError, SluiceError
-from core.job import LoadJob, plan_load
+from core.job import LoadJob
+from core.plan import plan_load
 from core.spec import ColumnMap, LoadMode, LoadSpec, SourceOptions
 from core.strategies.base import get_strategy
 

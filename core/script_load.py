@@ -29,7 +29,8 @@ from core.sources.sqlscript_parser import Chunk, TableInfo
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 
 if TYPE_CHECKING:
-    from core.job import LoadJob, LoadResult, Plan
+    from core.job import LoadJob, LoadResult
+    from core.plan import Plan
 
 _FORMATS = {
     "text": sql.SQL(""),

@@ -9,8 +9,27 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
-from typing import Generic, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import psycopg
+
+from core import mapping as mp
+from core.diagnose import server_reason
+from core.errors import LoadFailed, SourceError
+from core.events import Phase
+from core.plan import Plan
+from core.protocols.common import _ParseInstead, count_records
+from core.rejects import Reject, isolate
+from core.sources.base import Batch, RawChunk
+from core.strategies.base import Strategy, WriteFailed
+from core.strategies.binary_values import BadValue
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from core.job import LoadJob
+
 
 T = TypeVar("T")
 
@@ -86,3 +105,143 @@ class Prefetch(Generic[T]):
 class _Raised:
     def __init__(self, exc: BaseException) -> None:
         self.exc = exc
+
+
+def stream_skipping(
+    job: LoadJob, strategy: Strategy, plan: Plan) -> None:
+    """Each batch in its own savepoint; a failed batch is bisected row by row."""
+    ctx = strategy.ctx
+    conn = strategy.conn
+    rejects = job._rejects
+    assert rejects is not None
+    if conn is not None and strategy.transactional:
+        conn.execute("SELECT 1")  # open the transaction, so transaction() below makes savepoints
+    for batch in plan.source.batches_with_bad(job.spec.batch_rows):
+        job.cancel.check()
+        plan.source.check_unchanged()
+        # Malformed records (ragged, undecodable, ...) come before the batch's rows.
+        for record in batch.bad:
+            rejects.add_bad(record)
+        job.rows_read += len(batch.bad)
+        job.rows_rejected += len(batch.bad)
+        if batch.frame.height:
+            mapped = mp.apply(batch.frame, plan.maps)
+            job._batch_first, job._last_frame = batch.first_row, mapped
+            if hasattr(strategy, "lines"):
+                strategy.lines = batch.lines
+            job.rows_read += batch.frame.height
+            if conn is not None and strategy.transactional:
+                loaded, bad = job._write_or_isolate(strategy, conn, mapped, batch.first_row)
+            else:
+                loaded, bad = job._write_row_commits(strategy, mapped, batch.first_row)
+            job.rows_loaded += loaded
+            for r in bad:
+                rejects.add(r, ctx.dsn, ctx.columns, ctx.types, mapped.row(r.row - batch.first_row))
+            job.rows_rejected += len(bad)
+        rejects.check_limit(job.rows_read)
+        job.bytes_read = batch.bytes_read
+        job._emit(Phase.LOADING)
+    plan.source.check_unchanged()
+
+def write_or_isolate(
+    job: LoadJob, strategy: Strategy, conn: psycopg.Connection[Any], mapped: pl.DataFrame, first_row: int
+) -> tuple[int, list[Reject]]:
+    try:
+        with conn.transaction():
+            try:
+                n = strategy.write(mapped)
+                strategy.flush()
+            except (WriteFailed, BadValue):
+                # End an open COPY before the savepoint is rolled back, or the server waits for it.
+                abort = getattr(strategy, "abort", None)
+                if abort is not None:
+                    abort()
+                raise
+        return n, []
+    except (WriteFailed, BadValue):
+        pass
+    return isolate(conn, strategy.ctx.table, strategy.ctx.columns, mapped.rows(), first_row)
+
+def write_row_commits(
+    job: LoadJob, strategy: Strategy, mapped: pl.DataFrame, first_row: int
+) -> tuple[int, list[Reject]]:
+    """Strategies that commit every row: skip the refused row and go on after it."""
+    loaded, bad, start = 0, [], 0
+    while start < mapped.height:
+        try:
+            loaded += strategy.write(mapped.slice(start))
+            break
+        except WriteFailed as wf:
+            i = start + (wf.row or 0)
+            loaded += wf.row or 0
+            bad.append(Reject(first_row + i, server_reason(wf.error)))
+            start = i + 1
+    return loaded, bad
+
+def replay(
+    job: LoadJob, plan: Plan) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
+    try:
+        for batch in plan.source.batches(max(1, job.spec.batch_rows)):
+            job.cancel.check()
+            yield batch.first_row, mp.apply(batch.frame, plan.maps).rows()
+    except SourceError:
+        return
+
+def stream_batches(
+    job: LoadJob, strategy: Strategy, plan: Plan) -> None:
+    maps = plan.maps
+    prepare = strategy.prepare
+
+    def read() -> Iterator[tuple[Batch, pl.DataFrame, object]]:
+        # On the reader thread: parse, map and encode the next batches while this
+        # thread sends the current one (polars and file reads release the GIL).
+        for batch in plan.source.batches(job.spec.batch_rows):
+            mapped = mp.apply(batch.frame, maps)
+            yield batch, mapped, prepare(mapped)
+
+    with Prefetch(read()) as batches:
+        for batch, mapped, prepared in batches:
+            job.cancel.check()
+            plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself
+            job._batch_first, job._last_frame = batch.first_row, mapped
+            if hasattr(strategy, "lines"):
+                strategy.lines = batch.lines
+            job.rows_read += batch.frame.height
+            job.rows_loaded += strategy.write_prepared(prepared, mapped)
+            job.bytes_read = batch.bytes_read
+            job._emit(Phase.LOADING)
+    plan.source.check_unchanged()
+
+def stream_raw(
+    job: LoadJob, strategy: Strategy, plan: Plan) -> None:
+    with Prefetch(plan.source.raw_chunks()) as chunks:  # type: ignore[attr-defined]
+        job._send_raw(strategy, plan, chunks)
+    plan.source.check_unchanged()
+
+def send_raw(
+    job: LoadJob, strategy: Strategy, plan: Plan, chunks: Iterable[RawChunk]) -> None:
+    write_raw = strategy.write_raw  # type: ignore[attr-defined]
+    for chunk in chunks:
+        job.cancel.check()
+        plan.source.check_unchanged()
+        if chunk.odd:
+            # COPY would let that quote open a quoted value; the parser keeps it as written.
+            raise _ParseInstead("a quote inside an unquoted field, which COPY would read differently")
+        write_raw(chunk.data)
+        job.rows_read += count_records(chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
+        job.rows_loaded = job.rows_read
+        job.bytes_read = chunk.bytes_read
+        job._emit(Phase.LOADING)
+
+def check_arrived(
+    job: LoadJob, strategy: Strategy) -> None:
+    """Before committing: the server took every row sent, or the load is rolled back.
+
+    A stream that lost a chunk (a worker gone, a COPY ended early) would otherwise commit
+    fewer rows than the source holds, and say it loaded them all.
+    """
+    took = getattr(strategy, "rows_written", None)
+    if isinstance(took, int) and took != job.rows_loaded:
+        raise LoadFailed(
+            f"{job.rows_loaded:,} rows were sent but the server took {took:,}; rolled back, nothing was loaded"
+        )

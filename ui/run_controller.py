@@ -100,7 +100,8 @@ class RunController(QObject):
         spec = self.w.current_spec()
         if not self._runnable(spec):
             return
-        if not self.w.strategy_panel.current().multi_connection:  # parallel-copy has no skip yet
+        chosen = self.w.strategy_panel.current()
+        if chosen is None or not chosen.multi_connection:  # parallel-copy has no skip yet
             spec.on_error = ErrorPolicy.SKIP
         folder = data_dir() / "checks"
         folder.mkdir(exist_ok=True)
@@ -244,6 +245,8 @@ class RunController(QObject):
             resumed = f" Resumed after {result.resumed_from:,} rows committed earlier." if result.resumed_from else ""
             p.summary.setText(f"Loaded {result.rows_loaded:,} rows in {result.seconds:.2f} s "
                               f"({rate}) with {result.strategy}.{rejected}{resumed}")
+        if result.chosen:
+            self.w.strategy_panel.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
         if result.reject_file:
             p.show_rejects(result.reject_file)
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds

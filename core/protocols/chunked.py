@@ -59,6 +59,8 @@ class Piece:
     first: int = 0  # source row of frame row 0
     bad: tuple[BadRecord, ...] = ()
 
+STREAM_LOCK_TIMEOUT = "-c lock_timeout=5s"  # see _Stream.connect
+
 
 class Reparse(Exception):
     """The file's own bytes cannot go to COPY here; load the rest through the parser."""
@@ -155,9 +157,13 @@ class _Stream(threading.Thread):
 
     def connect(self) -> psycopg.Connection[Any]:
         if self.conn is None or self.conn.closed:
-            self.conn = connect(self.owner.plan.ctx.dsn)
+            single = self.owner.plan.book is None
+            # In one run-long transaction per stream, a key repeated in two chunks makes one
+            # stream wait on another's open transaction, which waits on us: a wait no server
+            # sees as a deadlock. A lock timeout turns it into an error.
+            self.conn = connect(self.owner.plan.ctx.dsn, options=STREAM_LOCK_TIMEOUT if single else "")
             self._unhook = self.owner.cancel.add_hook(self.conn.cancel_safe)
-            if self.owner.plan.book is None:
+            if single:
                 self.conn.execute("SELECT 1")  # one transaction for the run: each chunk gets a savepoint
         return self.conn
 
@@ -383,6 +389,9 @@ class ChunkStreams:
                 s.conn.commit()
 
     def rollback(self) -> None:
+        for s in self.streams:  # end statements in flight first: a stream's thread may hold its connection
+            if s.conn is not None and not s.conn.closed:
+                s.conn.cancel_safe()
         for s in self.streams:
             if s.conn is not None and not s.conn.closed:
                 try:

@@ -14,6 +14,7 @@ from core import mapping as mp
 from core.db import connect
 from core.errors import Cancelled, ConfigError, LoadFailed
 from core.events import Phase
+from core.protocols import common
 from core.protocols.chunked import (
     ChunkFailed,
     ChunkStreams,
@@ -33,7 +34,8 @@ from core.strategies.copy import csv_copy_sql
 if TYPE_CHECKING:
     import polars as pl
 
-    from core.job import LoadJob, LoadResult, Plan
+    from core.job import LoadJob, LoadResult
+    from core.plan import Plan
 
 
 def _copies(cls: type[Strategy], ctx: WriteContext, raw_options: dict[str, str] | None,
@@ -75,13 +77,13 @@ def run_per_batch(
     ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
                        batch_rows=max(1, spec.batch_rows), workers=max(1, spec.workers), cancel=job.cancel,
                        log=job.on_log)
-    raw = (cls.streams_raw_csv and not skip and jobmod.source_is_csv(plan.source)
+    raw = (cls.streams_raw_csv and not skip and common.source_is_csv(plan.source)
            and mp.is_identity(plan.maps, plan.source.columns()) and not job._no_raw)
     raw_options = None
     if raw:
         d = plan.source.dialect  # type: ignore[attr-defined]
         raw_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
-    raw_stmt, parsed_stmt, proto = _copies(cls, ctx, raw_options, jobmod.raw_text_columns(plan))
+    raw_stmt, parsed_stmt, proto = _copies(cls, ctx, raw_options, common.raw_text_columns(plan))
     job._emit(Phase.LOADING, force=True)
     while True:
         done = ck.done_chunks(ctl, ref, key)
@@ -132,7 +134,7 @@ def run_per_batch(
 
 
 def _record_counter(plan: Plan) -> Callable[[bytes], int]:
-    from core.job import count_records
+    from core.protocols.common import count_records
 
     quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
     return lambda data: count_records(data, quote)

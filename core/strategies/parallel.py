@@ -104,7 +104,9 @@ class ParallelCopy(Strategy):
         self._row = 0
         try:
             for _ in range(n):
-                c = connect(self.ctx.dsn)
+                # One open transaction per stream for the whole run: a key repeated across
+                # streams would wait forever (see chunked.STREAM_LOCK_TIMEOUT).
+                c = connect(self.ctx.dsn, options="-c lock_timeout=5s")
                 self.conns.append(c)
                 self._unhooks.append(self.ctx.cancel.add_hook(c.cancel_safe))
             self.conn = self.conns[0]

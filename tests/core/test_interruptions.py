@@ -29,6 +29,7 @@ from core.db import TableRef
 from core.errors import Cancelled, ConfigError, LoadFailed, ResumableStop, SourceChanged
 from core.events import Phase, Progress
 from core.job import LoadJob
+from core.protocols import per_batch as per_batch_module
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
 
@@ -189,15 +190,15 @@ def test_per_batch_gives_up_after_bounded_retries_with_a_resumable_state(
     table = table_name("giveup")
     _make(conn, table)
     monkeypatch.setattr(job_module, "RETRY_BACKOFF_S", (0.05, 0.05))
-    real_connect = job_module.connect
+    real_connect = per_batch_module.connect
     state = {"down": False}
 
     def flaky_connect(*args: Any, **kwargs: Any) -> Any:
         if state["down"]:
-            raise job_module.ConnectError("cannot connect: the network is down (simulated)")
+            raise per_batch_module.ConnectError("cannot connect: the network is down (simulated)")
         return real_connect(*args, **kwargs)
 
-    monkeypatch.setattr(job_module, "connect", flaky_connect)
+    monkeypatch.setattr(per_batch_module, "connect", flaky_connect)  # where the per-batch protocol reconnects
 
     def outage(p: Progress) -> None:
         if p.phase is Phase.LOADING and p.rows_read >= 1_000 and not state["down"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
+from core.auto import AUTO
 from core.spec import CommitMode, ErrorPolicy
 from core.strategies.base import Strategy, all_strategies
 
@@ -15,10 +16,14 @@ class StrategyPanel(QGroupBox):
         super().__init__("Strategy", parent)
         form = QFormLayout(self)
         self.strategy_combo = QComboBox()
-        self.strategies = all_strategies()
+        # None stands for `auto`, first and the default: the engine picks when the run starts.
+        self.strategies: list[type[Strategy] | None] = [None, *all_strategies()]
         for cls in self.strategies:
-            self.strategy_combo.addItem(f"{cls.id} — {cls.title}", cls.id)
-        self.strategy_combo.setCurrentIndex([c.id for c in self.strategies].index("copy-csv"))
+            if cls is None:
+                self.strategy_combo.addItem(f"{AUTO} — picked from the file and the target", AUTO)
+            else:
+                self.strategy_combo.addItem(f"{cls.id} — {cls.title}", cls.id)
+        self.strategy_combo.setCurrentIndex(0)
         self.strategy_combo.currentIndexChanged.connect(self._on_strategy_changed)
         form.addRow("Strategy", self.strategy_combo)
         self.strategy_help = QLabel()
@@ -49,16 +54,32 @@ class StrategyPanel(QGroupBox):
         form.addRow(row2)
         self._on_strategy_changed()
 
-    def current(self) -> type[Strategy]:
+    def current(self) -> type[Strategy] | None:
+        """The chosen strategy class; None for `auto`."""
         return self.strategies[self.strategy_combo.currentIndex()]
 
     def _on_strategy_changed(self, *_args: object) -> None:
         cls = self.current()
+        if cls is None:
+            self.strategy_help.setText(
+                "<b>auto picks the strategy, batch size and workers when the run starts</b> from the file's "
+                "shape (format, row width, mapping), the commit mode and error policy, and where the server "
+                "is; it says which and why here and in the log.")
+            self.batch_spin.setEnabled(False)
+            self.workers_spin.setEnabled(False)
+            return
         self.strategy_help.setText(f"<b>{cls.summary}.</b><br><i>{cls.lesson}</i>")
+        self.batch_spin.setEnabled(True)
         self.workers_spin.setEnabled(cls.multi_connection)
 
+    def show_choice(self, strategy_id: str, batch_rows: int, reason: str) -> None:
+        """What auto picked for the last run, under the list (auto stays selected)."""
+        if self.current() is None:
+            self.strategy_help.setText(f"<b>auto chose {strategy_id}</b> (batches of {batch_rows:,} rows) for the "
+                                       f"last run: {reason}")
+
     def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
-        ids = [c.id for c in self.strategies]
+        ids = [AUTO if c is None else c.id for c in self.strategies]
         if strategy_id in ids:
             self.strategy_combo.setCurrentIndex(ids.index(strategy_id))
         if batch_rows:
@@ -70,4 +91,4 @@ class StrategyPanel(QGroupBox):
         """Script strategies only for SQL scripts."""
         for i, cls in enumerate(self.strategies):
             item = self.strategy_combo.model().item(i)  # type: ignore[attr-defined]
-            item.setEnabled(is_sql or not cls.script_only)
+            item.setEnabled(is_sql or cls is None or not cls.script_only)

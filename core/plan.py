@@ -1,0 +1,37 @@
+"""A load's plan: the source opened, the target looked at, the mapping settled (no writes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from core import mapping as mp
+from core.db import TableRef, table_columns
+from core.sources.base import Source
+from core.sources.factory import open_source
+from core.spec import ColumnMap, LoadSpec
+
+
+@dataclass
+class Plan:
+    """What the job resolved before sending anything; the window shows it too."""
+
+    source: Source
+    target: TableRef
+    maps: list[ColumnMap]
+    exists: bool
+    target_types: dict[str, str]
+
+
+def plan_load(spec: LoadSpec, conn: psycopg.Connection[Any] | None = None) -> Plan:
+    """Open the source, look at the target and settle the mapping (no writes)."""
+    source = open_source(spec.source)
+    ref = TableRef(spec.target.table, spec.target.schema)
+    existing = table_columns(conn, ref) if conn is not None else None
+    # Only a new table needs a sample (for its column types): an existing one has its own.
+    maps = spec.columns or mp.default_mapping(source.columns(), None if existing else source.sample(500), existing)
+    mp.validate(maps, source.columns())
+    types = {c.name: c.type for c in existing} if existing else {m.target: m.type for m in mp.included(maps)}
+    return Plan(source, ref, maps, existing is not None, types)

@@ -1,0 +1,95 @@
+"""What the job's protocols share: small helpers about sources, errors and tables."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from core import mapping as mp
+from core.db import TableRef
+from core.errors import ConfigError, ConnectError, SluiceError
+from core.sources.base import Source
+from core.spec import ColumnMap
+
+if TYPE_CHECKING:
+    from core.plan import Plan
+
+
+class _ParseInstead(Exception):
+    """The raw pass-through was refused for the file's shape; the load runs again parsed."""
+
+
+def _is_format_error(error: psycopg.Error) -> bool:
+    """COPY refused the shape of the data (line endings, field count), not a value."""
+    return isinstance(error, psycopg.errors.BadCopyFileFormat)
+
+
+def _connection_lost(error: BaseException) -> bool:
+    """A dropped or refused connection (worth a retry), as opposed to a refused statement."""
+    if isinstance(error, ConnectError):
+        return True
+    if isinstance(error, psycopg.errors.QueryCanceled):
+        return False
+    return isinstance(error, psycopg.OperationalError)
+
+
+def count_records(data: bytes, quote: bytes) -> int:
+    """CSV records in `data` (whole records): newlines outside quoted fields, in linear time.
+
+    Only quotes and newlines matter; a run of quotes counts by its parity (a doubled quote
+    changes nothing), so what is left alternates outside/inside a quoted field.
+    """
+    if not quote or quote not in data:
+        return data.count(b"\n")
+    if len(quote) == 1:
+        keep = b"\n" + quote
+        data = data.translate(None, bytes(b for b in range(256) if b not in keep))
+        data = data.replace(quote + quote, b"")
+    return sum(part.count(b"\n") for part in data.split(quote)[::2])
+
+
+def raw_text_columns(plan: Plan) -> list[str]:
+    """Target columns where the file's null marker is a value: COPY must not read it as NULL."""
+    nulls = getattr(plan.source, "null_columns", None)
+    if nulls is None:
+        return []
+    keep = set(nulls)
+    return [m.target for m, s in zip(mp.included(plan.maps), plan.source.columns()) if s not in keep]
+
+
+def source_is_csv(source: Source) -> bool:
+    return source.format in ("csv", "tsv") and hasattr(source, "raw_chunks")
+
+
+def _row_values(source: Source, row: int, maps: list[ColumnMap]) -> list[Any] | None:
+    try:
+        for batch in source.batches(1, skip_rows=row):
+            return list(mp.apply(batch.frame, maps).row(0))
+    except SluiceError:
+        return None
+    return None
+
+
+def _user_ddl(text: str) -> sql.SQL:
+    """The edited CREATE TABLE runs as written, so it must be one CREATE TABLE statement."""
+    import re
+
+    body = text.strip().rstrip(";").strip()
+    if not re.match(r"(?is)^CREATE\s+(UNLOGGED\s+)?TABLE\b", body) or ";" in _strip_literals(body):
+        raise ConfigError("the new-table DDL must be a single CREATE TABLE statement")
+    return sql.SQL(body)
+
+
+def _strip_literals(text: str) -> str:
+    import re
+
+    return re.sub(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", "", text)
+
+
+def _drop(ctl: psycopg.Connection[Any], ref: TableRef) -> None:
+    try:
+        ctl.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(ref.ident()))
+    except psycopg.Error:
+        pass

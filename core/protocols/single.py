@@ -1,0 +1,247 @@
+"""`single` commit: one transaction, or a staging table moved in one, or two-phase across streams."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from core import janitor
+from core import mapping as mp
+from core.db import TableRef
+from core.diagnose import server_reason
+from core.errors import (
+    BadRowError,
+    Cancelled,
+    ConfigError,
+    LoadFailed,
+    RowProblem,
+    TooManyRejects,
+)
+from core.events import Phase
+from core.plan import Plan
+from core.protocols.common import (
+    _drop,
+    _is_format_error,
+    _ParseInstead,
+    _user_ddl,
+    raw_text_columns,
+    source_is_csv,
+)
+from core.rejects import RejectWriter
+from core.result import LoadResult
+from core.spec import ErrorPolicy, LoadMode
+from core.strategies.base import Strategy, WriteContext, WriteFailed
+from core.strategies.binary_values import BadValue
+
+if TYPE_CHECKING:
+    from core.job import LoadJob
+
+
+def run(
+    job: LoadJob, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan) -> LoadResult:
+    spec, ref = job.spec, plan.target
+    mode = spec.target.mode
+    created = succeeded = False
+    stage: TableRef | None = None
+    private: TableRef | None = None  # create-then-rename: the new table under its private name
+    strategy: Strategy | None = None
+    proto = job.protocol.protocol if job.protocol is not None else None
+    try:
+        job._emit(Phase.PREPARING, force=True)
+        if proto is not None and proto.value == "create-then-rename":
+            private = job._create_private(ctl, plan)
+            targets, types = job._target_columns(ctl, replace(plan, target=private))
+        else:
+            created = job._ensure_target(ctl, plan, mode)
+            targets, types = job._target_columns(ctl, plan)
+        two_phase = proto is not None and proto.value == "two-phase"
+        staged = mode is LoadMode.UPSERT or not cls.transactional or (proto is not None and proto.value == "staged")
+        write_ref = private or ref
+        if staged:
+            stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}", ref.schema)
+            # The target's constraints go along so bad rows fail where their row is known;
+            # upsert keeps only defaults: its keys are meant to repeat the target's.
+            like = sql.SQL("INCLUDING DEFAULTS" if mode is LoadMode.UPSERT else "INCLUDING ALL")
+            janitor.hold(ctl, stage.name)  # ours while this session lives; a janitor drops it after
+            ctl.execute(
+                sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} {})").format(stage.ident(), ref.ident(), like)
+            )
+            if job.target_info is not None and job.target_info.distributed:
+                from core.protocols import target as tgt
+
+                # Co-located with the target: the final INSERT ... SELECT runs on the workers.
+                tgt.distribute_like(ctl, stage, ref, job.target_info)
+            write_ref = stage
+        # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
+        raw = (
+            cls.streams_raw_csv
+            and spec.on_error is ErrorPolicy.ABORT
+            and source_is_csv(plan.source)
+            and mp.is_identity(plan.maps, plan.source.columns())
+            and not job._no_raw
+        )
+        job._raw = raw
+        ctx = WriteContext(
+            dsn=dsn,
+            table=write_ref,
+            columns=targets,
+            types=[types[t] for t in targets],
+            batch_rows=max(1, spec.batch_rows),
+            workers=max(1, spec.workers),
+            cancel=job.cancel,
+            log=job.on_log,
+        )
+        if raw:
+            d = plan.source.dialect  # type: ignore[attr-defined]
+            # The reader hands COPY UTF-8 whatever the file's encoding: say so, so the
+            # server converts to the database's encoding (or refuses what it cannot store).
+            ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
+            ctx.force_not_null = raw_text_columns(plan)
+        if cls.chunk_commits and spec.on_error is ErrorPolicy.SKIP:
+            from core.protocols.parallel_run import SkipStreams
+
+            strategy = SkipStreams(ctx)  # bad rows isolated chunk by chunk on every stream
+        else:
+            strategy = cls(ctx)
+        if getattr(plan.source, "on_conflict", False) and hasattr(strategy, "on_conflict"):
+            strategy.on_conflict = True  # a script's INSERT ... ON CONFLICT DO NOTHING, replayed as such
+        if hasattr(strategy, "two_phase"):
+            strategy.two_phase = two_phase
+        strategy.open()
+        if mode is LoadMode.TRUNCATE and not staged:
+            assert strategy.conn is not None
+            strategy.conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+        job._emit(Phase.LOADING, force=True)
+        job.cancel.check()
+        if raw:
+            job._stream_raw(strategy, plan)
+        elif spec.on_error is ErrorPolicy.SKIP:
+            job._rejects = RejectWriter(spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct)
+            if getattr(strategy, "feeds_itself", False):
+                strategy.feed(job, plan, job._rejects)  # type: ignore[attr-defined]
+            else:
+                job._stream_skipping(strategy, plan)
+        else:
+            job._stream_batches(strategy, plan)
+        job._emit(Phase.FINISHING, force=True)
+        job.cancel.check()
+        strategy.flush()
+        if spec.on_error is ErrorPolicy.ABORT:
+            job._check_arrived(strategy)
+        if job.dry_run and not staged:
+            strategy.rollback()  # a check: nothing stays
+        else:
+            strategy.commit()  # a check commits only into the scratch stage, whose move is rolled back
+        if staged and stage is not None:
+            job._move(ctl, stage, ref, targets, mode)
+        if private is not None and not job.dry_run:
+            from core.protocols import target as tgt
+
+            tgt.rename_into_place(ctl, private, ref)
+            private = None  # it is the target now
+    except WriteFailed as wf:
+        job._rollback(strategy)
+        if job._raw and _is_format_error(wf.error):
+            raise _ParseInstead(server_reason(wf.error)) from None
+        raise job._explain(wf, plan, strategy) from None
+    except BadValue as bv:
+        job._rollback(strategy)
+        row = job._batch_first + bv.row
+        line, _ = plan.source.locate(row)
+        raise BadRowError(RowProblem(str(plan.source.path), row, line, bv.column, bv.value, bv.reason)) from None
+    except Cancelled:
+        job._rollback(strategy)
+        job._emit(Phase.CANCELLED, force=True)
+        raise
+    except TooManyRejects:
+        job._rollback(strategy)
+        raise
+    except psycopg.OperationalError as exc:
+        job._rollback(strategy)
+        raise LoadFailed(
+            f"the connection failed during the load: {server_reason(exc)}; nothing was loaded"
+        ) from None
+    except psycopg.Error as exc:
+        job._rollback(strategy)
+        raise LoadFailed(f"the server refused the load: {server_reason(exc)}; nothing was loaded") from None
+    except BaseException:
+        job._rollback(strategy)
+        raise
+    else:
+        created = created and job.dry_run  # keep the table: the load succeeded (a check drops it)
+        succeeded = True
+    finally:
+        if job._rejects is not None and not succeeded:
+            job._rejects.close()  # kept: it explains why the load stopped
+        if strategy is not None:
+            strategy.close()
+        if stage is not None:
+            _drop(ctl, stage)
+        if private is not None:
+            _drop(ctl, private)
+        if created:
+            _drop(ctl, ref)
+    seconds = time.monotonic() - job._t0
+    job._emit(Phase.DONE, force=True)
+    reject_file = job._rejects.discard_if_empty() if job._rejects else None
+    if reject_file:
+        job.on_log(f"{job.rows_rejected} rejected rows written to {reject_file}")
+    return LoadResult(
+        spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, seconds, job.bytes_read, reject_file,
+        load_seconds=job._load_seconds(), reason=job.reason,
+    )
+
+def create_private(
+    job: LoadJob, ctl: psycopg.Connection[Any], plan: Plan) -> TableRef:
+    """Create mode over N streams: the new table under a private name, renamed at the end."""
+    ref = plan.target
+    if plan.exists:
+        raise ConfigError(f"table {ref.display()} already exists; choose append, truncate or upsert")
+    private = TableRef(f"_sluice_stage_new_{uuid.uuid4().hex[:12]}", ref.schema)
+    janitor.hold(ctl, private.name)  # a janitor drops it if this process dies
+    try:
+        with ctl.transaction():
+            if job.spec.target.ddl:  # the edited DDL names the target: renamed before anyone sees it
+                ctl.execute(_user_ddl(job.spec.target.ddl))
+                ctl.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(ref.ident(),
+                                                                          sql.Identifier(private.name)))
+            else:
+                ctl.execute(mp.create_table_sql(private, plan.maps))
+    except psycopg.Error as exc:
+        raise ConfigError(f"cannot create {ref.display()}: {server_reason(exc)}") from None
+    return private
+
+def move(
+    job: LoadJob, ctl: psycopg.Connection[Any], stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode
+) -> None:
+    with ctl.transaction():
+        if mode is LoadMode.TRUNCATE:
+            ctl.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+        ctl.execute(job._move_sql(stage, ref, cols, mode))
+        if job.dry_run:
+            raise psycopg.Rollback()
+
+def move_sql(
+    job: LoadJob, stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode) -> sql.Composed:
+    """INSERT ... SELECT from the staging table; ON CONFLICT on the key for upsert."""
+    collist = sql.SQL(", ").join(sql.Identifier(c) for c in cols)
+    move = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(ref.ident(), collist, collist, stage.ident())
+    if mode is not LoadMode.UPSERT:
+        return move
+    keys = job.spec.target.key
+    rest = [c for c in cols if c not in keys]
+    action = (
+        sql.SQL("DO UPDATE SET {}").format(
+            sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in rest)
+        )
+        if rest
+        else sql.SQL("DO NOTHING")
+    )
+    return sql.SQL("{} ON CONFLICT ({}) {}").format(
+        move, sql.SQL(", ").join(sql.Identifier(k) for k in keys), action
+    )

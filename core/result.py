@@ -1,0 +1,32 @@
+"""What a load reports when it ends (the CLI's --json line, the window's summary)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    strategy: str
+    rows_read: int
+    rows_loaded: int
+    rows_rejected: int
+    seconds: float
+    bytes: int
+    reject_file: str | None = None
+    resumed_from: int = 0  # source rows an earlier per-batch run had committed
+    load_seconds: float = 0.0  # from the first batch to the commit: no start-up, connecting or planning
+    chosen: dict[str, Any] | None = None  # with --strategy auto: the strategy, batch_rows and workers picked
+    reason: str = ""  # why auto chose it, and why several streams take their protocol (said before the run)
+    rows_dropped: int = 0  # script rows ON CONFLICT DO NOTHING dropped: their key was already there
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows_loaded / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["rows_per_s"] = round(self.rows_per_s, 1)
+        d["seconds"] = round(self.seconds, 4)
+        return d
