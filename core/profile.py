@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
-
-import tomli_w
 
 from core.db import strip_password
 from core.errors import ConfigError
@@ -45,6 +42,8 @@ def to_toml(spec: LoadSpec, extra: dict[str, Any] | None = None) -> str:
         doc["columns"] = [_clean(asdict(c)) for c in spec.columns]
     if extra:
         doc.update(extra)
+    import tomli_w  # only when a profile is written: a load without one skips it
+
     return tomli_w.dumps(doc)
 
 
@@ -62,6 +61,8 @@ def _pick(cls: type, data: dict[str, Any], section: str) -> dict[str, Any]:
 
 def from_toml(text: str, *, base_dir: Path | None = None) -> tuple[LoadSpec, dict[str, Any]]:
     """The spec, and the rest of the document (e.g. [compare]) for callers that want it."""
+    import tomllib
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
