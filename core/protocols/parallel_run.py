@@ -26,6 +26,7 @@ from core.protocols.chunked import (
     progress,
     raw_pieces,
 )
+from core.protocols.per_batch import open_book
 from core.rejects import RejectWriter
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.base import Strategy, WriteContext, WriteFailed
@@ -57,14 +58,7 @@ def run_per_batch(
     from core import job as jobmod
 
     spec, ref = job.spec, plan.target
-    mode = spec.target.mode
-    if earlier is not None and mode is LoadMode.CREATE:
-        mode = LoadMode.APPEND  # the earlier run made the table
-    job._emit(Phase.PREPARING, force=True)
-    job._ensure_target(ctl, plan, mode)  # kept even if this run fails: its chunks are committed
-    targets, types = job._target_columns(ctl, plan)
-    key = ck.load_key(plan.source.path, ref)
-    ck.ensure_book(ctl, ref)
+    mode, targets, types, key = open_book(job, ctl, plan, earlier)
     ck.ensure_chunks(ctl, ref)
     if earlier is None:
         with ctl.transaction():  # the run starts, and truncate empties the table, in one commit

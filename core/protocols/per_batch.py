@@ -36,19 +36,32 @@ if TYPE_CHECKING:
     from core.job import LoadJob
 
 
+def open_book(
+    job: LoadJob, ctl: psycopg.Connection[Any], plan: Plan, earlier: ck.Checkpoint | None
+) -> tuple[LoadMode, list[str], dict[str, str], str]:
+    """What every committing-as-it-goes run does first: the target made (kept even if the run
+    fails, since its commits stay), its columns read, and the checkpoint book ready.
+
+    Returns the mode to load in (an earlier run already created the table), the target
+    columns, their types and the load's checkpoint key.
+    """
+    mode = job.spec.target.mode
+    if earlier is not None and mode is LoadMode.CREATE:
+        mode = LoadMode.APPEND  # the earlier run made the table
+    job._emit(Phase.PREPARING, force=True)
+    job._ensure_target(ctl, plan, mode)
+    targets, types = job._target_columns(ctl, plan)
+    key = ck.load_key(plan.source.path, plan.target)
+    ck.ensure_book(ctl, plan.target)
+    return mode, targets, types, key
+
+
 def run_per_batch(
     job: LoadJob, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan, earlier: ck.Checkpoint | None
 ) -> LoadResult:
     """Commit every batch with its checkpoint; reconnect and go on when the connection drops."""
     spec, ref = job.spec, plan.target
-    mode = spec.target.mode
-    if earlier is not None and mode is LoadMode.CREATE:
-        mode = LoadMode.APPEND  # the earlier run made the table
-    job._emit(Phase.PREPARING, force=True)
-    job._ensure_target(ctl, plan, mode)  # kept even if this run fails: its batches are committed
-    targets, types = job._target_columns(ctl, plan)
-    key = ck.load_key(plan.source.path, ref)
-    ck.ensure_book(ctl, ref)
+    mode, targets, types, key = open_book(job, ctl, plan, earlier)
     if earlier is None:
         ck.start(ctl, ref, key, str(plan.source.path), ck.fingerprint(plan.source.path), cls.id)
     else:
