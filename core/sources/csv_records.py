@@ -1,0 +1,187 @@
+"""CSV records in raw bytes: where they end, how many fields they hold, and quotes that
+PostgreSQL's COPY and a field-by-field reader would read differently.
+
+Pure byte work, shared by the CSV source (cutting chunks, parsing, locating a row) and
+the job (counting the rows a raw COPY sent). Linear time, C-speed bytes methods where
+the hot path runs (a chunk of a gigabyte file), Python only for the rare odd chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import polars as pl
+
+
+def record_cut(buf: bytes, quote: bytes, start: int = 0) -> int:
+    """Index just after the last newline in `buf` that is outside quotes (0 if none).
+
+    `buf` must start at a record boundary, so an even number of quote characters
+    before a newline means it ends a record (doubled quotes keep parity even).
+    Newlines before `start` are not looked at (known not to end a record).
+    """
+    end = len(buf)
+    i = buf.rfind(b"\n", start)
+    if not quote or buf.find(quote) < 0:
+        return i + 1
+    total = buf.count(quote)
+    after = 0
+    while i >= start:
+        after += buf.count(quote, i, end)
+        end = i
+        if (total - after) % 2 == 0:
+            return i + 1
+        i = buf.rfind(b"\n", start, i)
+    return 0
+
+
+def split_records(
+    data: bytes, quote: bytes, first_line: int, delimiter: bytes = b""
+) -> Iterator[tuple[int, int, int, bool]]:
+    """(start line, start, end, closed) of each record in `data`, end excluding its newline.
+
+    Records end at a newline outside quotes, as record_cut and PostgreSQL's COPY see it;
+    `closed` is False for a last record that ends inside a quoted field. Data holding a
+    bare quote (given the delimiter) is split as scan_records reads it.
+    """
+    if delimiter and has_bare_quote(data, delimiter, quote):
+        for line, start, end, closed, _fields in scan_records(data, delimiter, quote, first_line):
+            yield line, start, end, closed
+        return
+    pos = start = 0
+    line = rec_line = first_line
+    inside = False
+    size = len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            nl = size
+        if quote and data.count(quote, pos, nl) % 2:
+            inside = not inside
+        if not inside:
+            yield rec_line, start, nl, True
+            start = nl + 1
+            rec_line = line + 1
+        line += 1
+        pos = nl + 1
+    if start < size:
+        yield rec_line, start, size - 1 if data.endswith(b"\n") else size, not inside
+
+
+def unclosed_reason(record: bytes, line: int, quote: bytes) -> str:
+    """Why a last record that ends inside quotes is malformed (it starts at `line`)."""
+    at = record.find(quote)
+    opened = line + record.count(b"\n", 0, at) if at >= 0 else line
+    return f"quoted field opened at line {opened} never closes (the rest of the file is this one record)"
+
+
+def count_fields(record: str, delimiter: str, quote: str) -> int:
+    """Fields in one record, quotes toggling wherever they stand (PostgreSQL's CSV rule)."""
+    if not quote or quote not in record:
+        return record.count(delimiter) + 1
+    outside = record.split(quote)[::2]  # the parts between pairs of quotes
+    return sum(part.count(delimiter) for part in outside) + 1
+
+
+def record_text(raw: bytes) -> str:
+    """A record for messages and the reject file: invalid bytes and NULs escaped, no line end."""
+    text = raw.decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")
+    return text[:-1] if text.endswith("\r") else text
+
+
+def _quote_classes(delimiter: bytes, quote: bytes) -> bytes:
+    table = bytearray(b"a" * 256)
+    for b in (b"\n", b"\r", delimiter):
+        if b:
+            table[b[0]] = ord("|")
+    table[quote[0]] = ord('"')
+    return bytes(table)
+
+
+def has_bare_quote(data: bytes, delimiter: bytes, quote: bytes) -> bool:
+    """True when some quote neither opens, closes nor doubles a quoted field.
+
+    Such a quote (37°36'37.8"N, or text after a closing quote as in "a"b) is where
+    PostgreSQL's CSV reader, which lets a quote toggle quoting anywhere, and a reader
+    that quotes only whole fields part ways. Bytes are mapped to three classes in one C
+    pass, and polars (memchr, without the GIL) looks for a quote between two ordinary bytes.
+    """
+    if not quote or len(quote) != 1 or len(delimiter) != 1 or quote not in data:
+        return False
+    classes = data.translate(_quote_classes(delimiter, quote))
+    if len(classes) < _SEARCH_IN_POLARS:
+        return b'a"a' in classes  # small: not worth importing polars for (a one-row load)
+    return bool(pl.Series([classes], dtype=pl.Binary).bin.contains(b'a"a').item())
+
+
+_SEARCH_IN_POLARS = 256 << 10  # polars' memchr search is about twice as fast per byte
+
+
+def scan_records(
+    data: bytes, delimiter: bytes, quote: bytes, first_line: int
+) -> Iterator[tuple[int, int, int, bool, list[tuple[bytes, bool]]]]:
+    """(start line, start, end, closed, fields) of each record, quoting whole fields only.
+
+    The careful reading of records holding bare quotes: a quote opens a quoted field
+    only at the field's start and is a plain character anywhere else; text after a
+    closing quote is kept as written. Each field is (bytes, was quoted). `end` excludes
+    the record's newline; `closed` is False for a last record inside an open quote.
+    """
+    n = len(data)
+    pos, line = 0, first_line
+    while pos < n:
+        start, rec_line = pos, line
+        fields: list[tuple[bytes, bool]] = []
+        closed = True
+        while True:
+            if quote and data.startswith(quote, pos):
+                parts: list[bytes] = []
+                i = pos + 1
+                while True:
+                    j = data.find(quote, i)
+                    if j < 0:
+                        closed = False
+                        parts.append(data[i:])
+                        break
+                    parts.append(data[i:j])
+                    if data.startswith(quote, j + 1):
+                        parts.append(quote)
+                        i = j + 2
+                        continue
+                    i = j + 1
+                    break
+                if not closed:
+                    fields.append((b"".join(parts), True))
+                    line += data.count(b"\n", start, n)
+                    yield rec_line, start, n - 1 if data.endswith(b"\n") else n, False, fields
+                    return
+                k = _field_end(data, delimiter, i)
+                parts.append(data[i:k])
+                value, quoted = b"".join(parts), True
+            else:
+                k = _field_end(data, delimiter, pos)
+                value, quoted = data[pos:k], False
+            if k >= n or data[k:k + 1] == b"\n":
+                fields.append((value[:-1] if value.endswith(b"\r") else value, quoted))
+                break
+            fields.append((value, quoted))
+            pos = k + 1
+        line += data.count(b"\n", start, k) + 1
+        yield rec_line, start, k, closed, fields
+        pos = k + 1
+
+
+def _field_cut(buf: bytes, delimiter: bytes, quote: bytes) -> int:
+    """Index just after the last whole record of `buf` read by scan_records (0 if none)."""
+    cut = 0
+    for _line, _start, end, closed, _fields in scan_records(buf, delimiter, quote, 1):
+        if closed and end < len(buf):
+            cut = end + 1
+    return cut
+
+
+def _field_end(data: bytes, delimiter: bytes, pos: int) -> int:
+    d = data.find(delimiter, pos) if delimiter else -1
+    nl = data.find(b"\n", pos)
+    ends = [e for e in (d, nl) if e >= 0]
+    return min(ends) if ends else len(data)
