@@ -23,7 +23,6 @@ from core.protocols.common import _ParseInstead, count_records
 from core.rejects import Reject, isolate
 from core.sources.base import Batch, RawChunk
 from core.strategies.base import Strategy, WriteFailed
-from core.strategies.binary_values import BadValue
 
 if TYPE_CHECKING:
     import polars as pl
@@ -151,14 +150,14 @@ def write_or_isolate(
             try:
                 n = strategy.write(mapped)
                 strategy.flush()
-            except (WriteFailed, BadValue):
+            except WriteFailed:
                 # End an open COPY before the savepoint is rolled back, or the server waits for it.
                 abort = getattr(strategy, "abort", None)
                 if abort is not None:
                     abort()
                 raise
         return n, []
-    except (WriteFailed, BadValue):
+    except WriteFailed:
         pass
     return isolate(conn, strategy.ctx.table, strategy.ctx.columns, mapped.rows(), first_row)
 

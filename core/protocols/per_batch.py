@@ -19,7 +19,6 @@ from core.errors import (
     ConnectError,
     LoadFailed,
     ResumableStop,
-    RowProblem,
 )
 from core.events import Phase
 from core.plan import Plan
@@ -30,7 +29,6 @@ from core.rejects import RejectWriter
 from core.result import LoadResult
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.base import Strategy, WriteContext, WriteFailed
-from core.strategies.binary_values import BadValue
 
 if TYPE_CHECKING:
     from core.job import LoadJob
@@ -110,7 +108,7 @@ def run_per_batch(
                 if job.rows_read > state.rows_done:
                     attempt = 0  # batches went through since the last failure
                 state, attempt = job._reconnect(dsn, ref, key, error, attempt)
-            except (BadValue, psycopg.Error, ck.CheckpointMoved) as exc:
+            except (psycopg.Error, ck.CheckpointMoved) as exc:
                 strategy.rollback()
                 raise job._per_batch_error(exc, plan, strategy) from None
             except BaseException:
@@ -240,11 +238,6 @@ def per_batch_error(
         if isinstance(err, Cancelled):
             return err
         reason = server_reason(exc.error)
-    elif isinstance(exc, BadValue):
-        row = job._batch_first + exc.row
-        line, _ = plan.source.locate(row)
-        problem = RowProblem(str(plan.source.path), row, line, exc.column, exc.value, exc.reason)
-        return BadRowError(problem, committed=job.rows_loaded)
     elif isinstance(exc, ck.CheckpointMoved):
         return LoadFailed("another process is loading the same file into the same table; this run stopped")
     elif isinstance(exc, psycopg.errors.QueryCanceled) and job.cancel.cancelled:

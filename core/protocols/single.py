@@ -15,11 +15,9 @@ from core import mapping as mp
 from core.db import TableRef
 from core.diagnose import server_reason
 from core.errors import (
-    BadRowError,
     Cancelled,
     ConfigError,
     LoadFailed,
-    RowProblem,
     TooManyRejects,
 )
 from core.events import Phase
@@ -36,7 +34,6 @@ from core.rejects import RejectWriter
 from core.result import LoadResult
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.base import Strategy, WriteContext, WriteFailed
-from core.strategies.binary_values import BadValue
 
 if TYPE_CHECKING:
     from core.job import LoadJob
@@ -149,11 +146,6 @@ def run(
         if job._raw and _is_format_error(wf.error):
             raise _ParseInstead(server_reason(wf.error)) from None
         raise job._explain(wf, plan, strategy) from None
-    except BadValue as bv:
-        job._rollback(strategy)
-        row = job._batch_first + bv.row
-        line, _ = plan.source.locate(row)
-        raise BadRowError(RowProblem(str(plan.source.path), row, line, bv.column, bv.value, bv.reason)) from None
     except Cancelled:
         job._rollback(strategy)
         job._emit(Phase.CANCELLED, force=True)

@@ -12,7 +12,6 @@ from psycopg import sql
 
 from core.strategies.arrow_binary import ArrowEncoder, arrow_columns
 from core.strategies.base import Strategy, WriteFailed, register
-from core.strategies.binary_values import converters_for
 
 _LINE = re.compile(r"COPY [^,]*, line (\d+)")
 
@@ -53,6 +52,7 @@ class _CopyStrategy(Strategy):
         self._copy: psycopg.Copy | None = None
         self._cur: psycopg.Cursor[Any] | None = None
         self._sent = 0
+        self._base = 0  # rows of the stream's earlier COPY statements (see CopyBinary)
         self.rows_written = 0
         super().open()
 
@@ -72,14 +72,27 @@ class _CopyStrategy(Strategy):
     def _prepare(self, copy: psycopg.Copy, cur: psycopg.Cursor[Any]) -> None:
         """Per-format set-up once the COPY is open."""
 
+    def _error_row(self, exc: psycopg.Error) -> int | None:
+        row = copy_error_row(exc)
+        return None if row is None else self._base + row
+
     def flush(self) -> None:
+        try:
+            self._end_copy()
+        finally:
+            self._base = 0
+
+    def _end_copy(self) -> None:
+        """End the open COPY statement, if any; its rows count towards the stream's."""
         if self._stack is None:
             return
         stack, self._stack, self._copy = self._stack, None, None
         try:
             stack.close()
         except psycopg.Error as exc:
-            raise WriteFailed(exc, copy_error_row(exc)) from exc
+            raise WriteFailed(exc, self._error_row(exc)) from exc
+        self._base += self._sent
+        self._sent = 0
         if self._cur is not None:
             if self._cur.rowcount >= 0:
                 self.rows_written += self._cur.rowcount
@@ -87,6 +100,7 @@ class _CopyStrategy(Strategy):
             self._cur = None
 
     def abort(self) -> None:
+        self._base = 0
         if self._stack is not None:
             stack, self._stack, self._copy = self._stack, None, None
             try:
@@ -114,7 +128,7 @@ class _CopyStrategy(Strategy):
             self._send(copy, frame)
         except psycopg.Error as exc:
             self._stack = self._copy = None
-            raise WriteFailed(exc, copy_error_row(exc)) from exc
+            raise WriteFailed(exc, self._error_row(exc)) from exc
         self._sent += frame.height
         return frame.height
 
@@ -166,75 +180,90 @@ class CopyCsv(_CopyStrategy):
             copy.write(data)
         except psycopg.Error as exc:
             self._stack = self._copy = None
-            raise WriteFailed(exc, copy_error_row(exc)) from exc
+            raise WriteFailed(exc, self._error_row(exc)) from exc
 
 
 @register
 class CopyBinary(_CopyStrategy):
+    """Typed batches as binary COPY; a batch that cannot be typed exactly goes as text COPY.
+
+    The server parses the text batches itself, so a value polars would read differently
+    (24:00, year 0000, 1e400, `infinity`) is stored, or refused, exactly as PostgreSQL's
+    own input would. Switching format ends one COPY statement and starts the next, in the
+    same transaction; `_base` keeps the rows of the earlier statements, so an error's row
+    is still counted from the start of the stream.
+    """
+
     id = "copy-binary"
-    row_per_line = True
+    row_per_line = True  # text COPY also holds one row per line: newlines are escaped
     title = "COPY (binary)"
     summary = "COPY FROM STDIN (FORMAT binary): values sent in PostgreSQL's binary form"
     lesson = "Seed 002: binary transfer cut client CPU for 1M rows from 162 s (text) to about 8 s."
     seed = "002"
 
     def copy_sql(self) -> sql.Composed:
+        if self._text:
+            return super().copy_sql()
         return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(self.ctx.table.ident(), self.column_list())
 
     def open(self) -> None:
+        self._text = False
+        self._told = False
         super().open()
-        self._convert = converters_for(self.ctx.types, self.ctx.columns)
         columns = arrow_columns(self.ctx.columns, self.ctx.types)
         self._arrow = ArrowEncoder(columns) if columns is not None else None
-        self._row_mode = False
-        self._told = False
         if self._arrow is None:
-            self.ctx.log("copy-binary: a column type has no exact Arrow form (unconstrained numeric, real, "
-                         "arrays, enums, domains...): values are converted one by one")
+            self.ctx.log("copy-binary: a column type has no exact binary form here (unconstrained numeric, real, "
+                         "arrays, enums, domains...): rows go as text COPY, which the server parses")
 
     def _prepare(self, copy: psycopg.Copy, cur: psycopg.Cursor[Any]) -> None:
-        copy.set_types([c.wire_type for c in self._convert])
-        self._row_mode = False
-        if self._arrow is not None:
+        if not self._text:
+            assert self._arrow is not None
             copy.write(self._arrow.header())  # psycopg then leaves the header (and trailer) to us
 
     def prepare(self, frame: pl.DataFrame) -> object:
         return self._arrow.encode(frame) if self._arrow is not None else None
 
+    def write(self, frame: pl.DataFrame) -> int:
+        return self.write_prepared(self.prepare(frame), frame)
+
     def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
-        if not isinstance(prepared, bytes):
-            return self.write(frame)
+        self._switch(text=not isinstance(prepared, bytes))
         copy = self._ensure_copy()
         try:
-            copy.write(prepared)
+            if isinstance(prepared, bytes):
+                copy.write(prepared)
+            else:
+                self._tell_once()
+                for row in frame.iter_rows():
+                    copy.write_row(row)
         except psycopg.Error as exc:
             self._stack = self._copy = None
-            raise WriteFailed(exc, copy_error_row(exc)) from exc
+            raise WriteFailed(exc, self._error_row(exc)) from exc
         self._sent += frame.height
         return frame.height
 
-    def _send(self, copy: psycopg.Copy, frame: pl.DataFrame) -> None:
-        data = self._arrow.encode(frame) if self._arrow is not None else None
-        if data is not None:
-            copy.write(data)
-            return
+    def _tell_once(self) -> None:
         if self._arrow is not None and not self._told:
             self._told = True
             self.ctx.log("copy-binary: a batch holds values polars does not read exactly as PostgreSQL does "
-                         "(e.g. infinity, 24:00, rounding decimals); such batches are converted value by value")
-        self._row_mode = True  # psycopg writes the trailer when the COPY ends
-        cols = [conv.column(frame.get_column(name)) for conv, name in zip(self._convert, frame.columns)]
-        for row in zip(*cols):
-            copy.write_row(row)
+                         "(e.g. infinity, 24:00, rounding decimals); such batches go as text COPY")
 
-    def flush(self) -> None:
-        if self._copy is not None and self._arrow is not None and not self._row_mode:
+    def _switch(self, *, text: bool) -> None:
+        if text == self._text:
+            return
+        if self._copy is not None:
+            self._end_copy()
+        self._text = text
+
+    def _end_copy(self) -> None:
+        if self._copy is not None and not self._text:
             try:
                 self._copy.write(_BINARY_TRAILER)
             except psycopg.Error as exc:
                 self._stack = self._copy = None
-                raise WriteFailed(exc, copy_error_row(exc)) from exc
-        super().flush()
+                raise WriteFailed(exc, self._error_row(exc)) from exc
+        super()._end_copy()
 
 
 _BINARY_TRAILER = b"\xff\xff"

@@ -1,0 +1,113 @@
+"""copy-binary types values in the client; each must land as PostgreSQL's own text input would.
+
+The reference is the server itself: the same CSV loaded by copy-csv (PostgreSQL parses
+every value). A value polars would read differently (year 0000, 24:00, a leap second,
+Feb 30) must take the text path, so that it is stored, or refused, exactly as there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from core.errors import BadRowError
+from core.job import LoadJob
+from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
+
+_COLUMNS = "ts timestamp, tz timestamptz, d date, n numeric(12,3), f float8, b bool, t time"
+
+# Each row alone in its own load, so that one the server refuses cannot hide the others.
+_GOOD = [
+    "2020-01-01T00:00:00,2020-01-01 00:00:00Z,2020-01-01,1.5,1.5,t,00:00:00",
+    "2021-02-28 23:59:59.5,2021-02-28 23:59:59.123456+05:30,2024-02-29,-999999999.999,1e-300,yes,23:59:59.999999",
+    "2020-02-29 24:00:00,2020-01-01 24:00:00+00,0001-01-01,0,-0,off,24:00:00",
+    "2020-01-01 00:00:60,1999-12-31 23:59:60-08,9999-12-31,.5,Infinity,TRUE,12:00",
+    "0001-01-01 00:00:00.000001,2000-01-01 00:00:00.1+0100,1970-01-01,1.2345,NaN,0,01:02:03.4",
+    " 2020-01-01 00:00:00 ,2020-06-01 12:00:00+02:00,2020-1-2,12,1.7976931348623157e308,f,1:2:3",
+]
+_REFUSED = ["0000-01-01 00:00:00,,,,,,", ",,0000-01-01,,,,", "2020-02-30 00:00:00,,,,,,", ",,,,1e400,,"]
+
+
+def _load(dsn: str, path: Path, table: str, strategy: str) -> None:
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.APPEND), dsn=dsn, strategy=strategy)
+    LoadJob(spec).run()
+
+
+def _rows(conn: psycopg.Connection[Any], table: str) -> list[tuple[Any, ...]]:
+    return conn.execute(sql.SQL("SELECT ts::text, tz::text, d::text, n::text, f::text, b, t::text FROM {} "
+                                "ORDER BY 1, 2, 3").format(sql.Identifier(table))).fetchall()
+
+
+def _table(conn: psycopg.Connection[Any], name: str) -> str:
+    conn.execute(sql.SQL("CREATE TABLE {} (" + _COLUMNS + ")").format(sql.Identifier(name)))  # fixed DDL
+    return name
+
+
+@pytest.mark.parametrize("line", _GOOD)
+def test_binary_stores_what_the_server_would(
+    line: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = tmp_path / "v.csv"
+    path.write_text("ts,tz,d,n,f,b,t\n" + line + "\n", encoding="utf-8")
+    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
+    _load(dsn, path, ref, "copy-csv")
+    _load(dsn, path, got, "copy-binary")
+    assert _rows(conn, got) == _rows(conn, ref)
+
+
+@pytest.mark.parametrize("line", _REFUSED)
+def test_binary_refuses_what_the_server_refuses(
+    line: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = tmp_path / "v.csv"
+    path.write_text("ts,tz,d,n,f,b,t\n2020-01-01 00:00:00,,,,,,\n" + line + "\n", encoding="utf-8")
+    named = []
+    for strategy in ("copy-csv", "copy-binary"):
+        t = _table(conn, table_name("no"))
+        with pytest.raises(BadRowError) as info:
+            _load(dsn, path, t, strategy)
+        assert _rows(conn, t) == []
+        named.append((info.value.problem.line, info.value.problem.column, info.value.problem.value))
+    assert named[0] == named[1] and named[1][0] == 3  # the same line, column and value, from the server
+
+
+def test_a_large_typed_batch_matches_the_server(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Many rows at once (the typed path runs whole columns), with one odd value per batch."""
+    path = tmp_path / "many.csv"
+    lines = [f"2020-01-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}.{i % 1000:03d},"
+             f"2020-03-01 00:00:{i % 60:02d}+{i % 14:02d},2020-01-{1 + i % 28:02d},{i}.{i % 1000},{i / 7},"
+             f"{'t' if i % 2 else 'f'},{i % 24:02d}:00:00" for i in range(30_000)]
+    lines[12_345] = "2020-01-01 24:00:00,2020-01-01 00:00:00Z,2020-01-01,1,1,t,24:00:00"
+    path.write_text("ts,tz,d,n,f,b,t\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
+    _load(dsn, path, ref, "copy-csv")
+    _load(dsn, path, got, "copy-binary")
+    assert _rows(conn, got) == _rows(conn, ref)
+
+
+def test_a_refused_row_is_named_across_binary_and_text_statements(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Batch 2 goes as text (24:00), batch 3 as binary again; a duplicate key in batch 3 is
+    still named by its own line, counted from the start of the stream."""
+    path = tmp_path / "dup.csv"
+    lines = [f"{i},2020-01-01 00:00:00" for i in range(30_000)]
+    lines[15_000] = "15000,2020-01-01 24:00:00"
+    lines[25_000] = "7,2020-01-01 00:00:00"  # id 7 again
+    path.write_text("id,ts\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    t = table_name("dup")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, ts timestamp)").format(sql.Identifier(t)))
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn, strategy="copy-binary",
+                    batch_rows=10_000)
+    with pytest.raises(BadRowError) as info:
+        LoadJob(spec).run()
+    assert info.value.problem.line == 25_002 and info.value.problem.value in ("7", None)
+    row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t))).fetchone()
+    assert row is not None and row[0] == 0
