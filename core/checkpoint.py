@@ -179,6 +179,7 @@ class Chunk:
     rows_rejected: int
     bytes_end: int
     rejects: str  # the chunk's reject-file lines (CSV), written out when the load finishes
+    by_bytes: bool = False  # lo .. hi - 1 are the file's bytes (a stream read them itself), not rows
 
 
 def chunks_ref(target: TableRef) -> TableRef:
@@ -191,9 +192,15 @@ def ensure_chunks(conn: psycopg.Connection[Any], target: TableRef) -> None:
             "CREATE TABLE IF NOT EXISTS {} (load_key text NOT NULL, lo bigint NOT NULL, hi bigint NOT NULL,"
             " rows_loaded bigint NOT NULL, rows_rejected bigint NOT NULL, bytes_end bigint NOT NULL,"
             " rejects text NOT NULL DEFAULT '', committed_at timestamptz NOT NULL DEFAULT now(),"
-            " PRIMARY KEY (load_key, lo))"
+            " by_bytes boolean NOT NULL DEFAULT false, PRIMARY KEY (load_key, lo))"
         ).format(chunks_ref(target).ident())
     )
+    # A book made before byte-range chunks lacks the column (looked up first: ALTER locks the table).
+    has = conn.execute("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'by_bytes'",
+                       [_qualified(conn, chunks_ref(target))]).fetchone()
+    if has is None:
+        conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS by_bytes boolean NOT NULL DEFAULT false")
+                     .format(chunks_ref(target).ident()))
 
 
 def _has_chunks(conn: psycopg.Connection[Any], target: TableRef) -> bool:
@@ -204,9 +211,10 @@ def _has_chunks(conn: psycopg.Connection[Any], target: TableRef) -> bool:
 def add_chunk(conn: psycopg.Connection[Any], target: TableRef, key: str, chunk: Chunk) -> None:
     """Record a chunk inside its own transaction; a second writer of the same chunk fails on the key."""
     conn.execute(
-        sql.SQL("INSERT INTO {} (load_key, lo, hi, rows_loaded, rows_rejected, bytes_end, rejects)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s)").format(chunks_ref(target).ident()),
-        [key, chunk.lo, chunk.hi, chunk.rows_loaded, chunk.rows_rejected, chunk.bytes_end, chunk.rejects],
+        sql.SQL("INSERT INTO {} (load_key, lo, hi, rows_loaded, rows_rejected, bytes_end, rejects, by_bytes)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)").format(chunks_ref(target).ident()),
+        [key, chunk.lo, chunk.hi, chunk.rows_loaded, chunk.rows_rejected, chunk.bytes_end, chunk.rejects,
+         chunk.by_bytes],
     )
 
 
@@ -215,8 +223,8 @@ def done_chunks(conn: psycopg.Connection[Any], target: TableRef, key: str) -> li
     if not _has_chunks(conn, target):
         return []
     rows = conn.execute(
-        sql.SQL("SELECT lo, hi, rows_loaded, rows_rejected, bytes_end, rejects FROM {} WHERE load_key = %s"
-                " ORDER BY lo").format(chunks_ref(target).ident()),
+        sql.SQL("SELECT lo, hi, rows_loaded, rows_rejected, bytes_end, rejects, by_bytes FROM {}"
+                " WHERE load_key = %s ORDER BY lo").format(chunks_ref(target).ident()),
         [key],
     ).fetchall()
     return [Chunk(*r) for r in rows]
@@ -224,7 +232,7 @@ def done_chunks(conn: psycopg.Connection[Any], target: TableRef, key: str) -> li
 
 def chunk_committed(conn: psycopg.Connection[Any], target: TableRef, key: str, lo: int) -> Chunk | None:
     row = conn.execute(
-        sql.SQL("SELECT lo, hi, rows_loaded, rows_rejected, bytes_end, rejects FROM {}"
+        sql.SQL("SELECT lo, hi, rows_loaded, rows_rejected, bytes_end, rejects, by_bytes FROM {}"
                 " WHERE load_key = %s AND lo = %s").format(chunks_ref(target).ident()),
         [key, lo],
     ).fetchone()
@@ -235,13 +243,26 @@ def chunk_totals(conn: psycopg.Connection[Any], target: TableRef, key: str) -> d
     if not _has_chunks(conn, target):
         return {}
     row = conn.execute(
-        sql.SQL("SELECT coalesce(sum(hi - lo), 0), coalesce(sum(rows_loaded), 0), coalesce(sum(rows_rejected), 0),"
+        sql.SQL("SELECT coalesce(sum(CASE WHEN by_bytes THEN rows_loaded + rows_rejected ELSE hi - lo END), 0),"
+                " coalesce(sum(rows_loaded), 0), coalesce(sum(rows_rejected), 0),"
                 " coalesce(max(bytes_end), 0) FROM {} WHERE load_key = %s").format(chunks_ref(target).ident()),
         [key],
     ).fetchone()
     assert row is not None
     return {"rows_done": int(row[0]), "rows_loaded": int(row[1]), "rows_rejected": int(row[2]),
             "bytes_done": int(row[3])}
+
+
+def relabel_as_rows(conn: psycopg.Connection[Any], target: TableRef, key: str,
+                    rows: list[tuple[int, int, int]]) -> None:
+    """Byte-range chunks become the row ranges they hold, (byte lo, row lo, row hi) each, so a
+    run that goes on through the parser books rows only (one transaction: the caller's)."""
+    ref = chunks_ref(target).ident()
+    for byte_lo, lo, hi in rows:
+        conn.execute(sql.SQL("UPDATE {} SET lo = %s, hi = %s, by_bytes = false WHERE load_key = %s AND lo = %s"
+                             " AND by_bytes").format(ref), [-1 - lo, hi, key, byte_lo])
+    # Negative first: a row lo may equal another chunk's byte lo while both exist.
+    conn.execute(sql.SQL("UPDATE {} SET lo = -1 - lo WHERE load_key = %s AND lo < 0").format(ref), [key])
 
 
 def clear_chunks(conn: psycopg.Connection[Any], target: TableRef, key: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
+import os
 import queue
 import threading
 import time
@@ -36,6 +37,7 @@ from core.errors import Cancelled, ConnectError, LoadFailed, ResumableStop, Slui
 from core.events import Phase
 from core.rejects import bad_record_fields, isolate, reject_fields
 from core.sources.base import BadRecord, Source
+from core.sources.csv_records import EndsInQuote, has_bare_quote_here
 from core.stages import Prefetch
 from core.strategies.base import WriteContext
 
@@ -58,12 +60,21 @@ class Piece:
     frame: pl.DataFrame | None = None
     first: int = 0  # source row of frame row 0
     bad: tuple[BadRecord, ...] = ()
+    by_bytes: bool = False  # lo .. hi - 1 are file bytes, which the stream reads itself
+
+    def rows(self, loaded: int, rejected: int) -> int:
+        """Source rows the chunk consumed (a byte range holds what COPY counted)."""
+        return loaded + rejected if self.by_bytes else self.hi - self.lo
 
 STREAM_LOCK_TIMEOUT = "-c lock_timeout=5s"  # see _Stream.connect
 
 
 class Reparse(Exception):
     """The file's own bytes cannot go to COPY here; load the rest through the parser."""
+
+
+class BareQuote(Exception):
+    """A byte range holds a quote that COPY and the parser would read differently."""
 
 
 class ChunkFailed(Exception):
@@ -116,6 +127,20 @@ def raw_pieces(source: Source, done: Ranges, count: Callable[[bytes], int]) -> I
         lo = hi
 
 
+def byte_pieces(cuts: Iterator[int], done: Ranges) -> Iterator[Piece]:
+    """The byte ranges between record boundaries `cuts` (data start, ..., file end) that are
+    not committed. Committed ranges end at record boundaries too, so a chunk an earlier run
+    cut elsewhere leaves gaps that are whole records."""
+    try:
+        prev = next(cuts)
+        for cut in cuts:
+            for lo, hi in done.gaps(prev, cut):
+                yield Piece(lo, hi, hi, by_bytes=True)
+            prev = cut
+    except EndsInQuote as why:
+        raise Reparse(str(why)) from None
+
+
 def parsed_pieces(
     source: Source, maps: list[Any], batch_rows: int, with_bad: bool, done: Ranges
 ) -> Iterator[Piece]:
@@ -146,6 +171,9 @@ class StreamPlan:
     reject_limit_pct: float | None = None
     retry_backoff: tuple[float, ...] = ()
     truncate: TableRef | None = None  # emptied in the first chunk's commit (nothing committed yet)
+    path: str = ""  # the file byte-range pieces are read from
+    quote: bytes = b'"'
+    delimiter: bytes = b","
 
 
 class _Stream(threading.Thread):
@@ -154,6 +182,7 @@ class _Stream(threading.Thread):
         self.owner, self.index = owner, index
         self.conn: psycopg.Connection[Any] | None = None
         self._unhook: Callable[[], None] | None = None
+        self._fd = -1  # the source file, for byte-range pieces
 
     def connect(self) -> psycopg.Connection[Any]:
         if self.conn is None or self.conn.closed:
@@ -175,6 +204,13 @@ class _Stream(threading.Thread):
             self.conn.close()
 
     def run(self) -> None:
+        try:
+            self._take()
+        finally:
+            if self._fd >= 0:
+                os.close(self._fd)
+
+    def _take(self) -> None:
         q = self.owner.queue
         while True:
             piece = q.get()
@@ -232,13 +268,16 @@ class _Stream(threading.Thread):
         assert book is not None
         try:
             ck.add_chunk(conn, book[0], book[1], ck.Chunk(piece.lo, piece.hi, loaded, n_rejected, piece.bytes_end,
-                                                          rejects))
+                                                          rejects, piece.by_bytes))
         except psycopg.errors.UniqueViolation:
             raise LoadFailed("another process is loading the same file into the same table; this run "
                              "stopped") from None
 
     def _send(self, conn: psycopg.Connection[Any], piece: Piece) -> tuple[int, str, int]:
         plan = self.owner.plan
+        if piece.by_bytes:
+            assert plan.raw_copy is not None
+            return self._copy(conn, plan.raw_copy, self._read(piece)), "", 0
         if piece.data is not None:
             assert plan.raw_copy is not None
             return self._copy(conn, plan.raw_copy, piece.data), "", 0
@@ -264,10 +303,22 @@ class _Stream(threading.Thread):
                                                  frame.row(r.row - piece.first)) for r in bad]
         return loaded, _csv_lines(fields), len(fields)
 
+    def _read(self, piece: Piece) -> bytes:
+        """The piece's bytes in one read; refused when a bare quote makes COPY read them otherwise."""
+        plan = self.owner.plan
+        if self._fd < 0:
+            self._fd = os.open(plan.path, os.O_RDONLY)
+        data = os.pread(self._fd, piece.hi - piece.lo, piece.lo)
+        if len(data) != piece.hi - piece.lo:
+            raise LoadFailed("the file got shorter during the load; the chunks committed so far stay")
+        if plan.quote and plan.quote in data and has_bare_quote_here(data, plan.delimiter, plan.quote):
+            raise BareQuote("a quote inside an unquoted field, which COPY would read differently")
+        return data
+
     def _copy(self, conn: psycopg.Connection[Any], stmt: sql.Composed, data: bytes) -> int:
         with conn.cursor() as cur:
             with cur.copy(stmt) as cp:
-                cp.write(data)
+                cp.write(memoryview(data))  # psycopg sends it in slices: views, not copies
             return cur.rowcount
 
 
@@ -311,7 +362,7 @@ class ChunkStreams:
 
     def done(self, piece: Piece, loaded: int, rejected: int, rejects: str) -> None:
         with self.lock:
-            self.rows_done += piece.hi - piece.lo
+            self.rows_done += piece.rows(loaded, rejected)
             self.loaded += loaded
             self.rejected += rejected
             self.bytes_end = max(self.bytes_end, piece.bytes_end)
@@ -373,7 +424,12 @@ class ChunkStreams:
         error, piece = self.error
         if self.cancel.cancelled or isinstance(error, psycopg.errors.QueryCanceled):
             raise Cancelled() from None
-        if isinstance(error, psycopg.errors.BadCopyFileFormat) and piece is not None and piece.data is not None:
+        if isinstance(error, BareQuote):
+            raise Reparse(str(error))
+        if isinstance(error, Reparse):  # the reader's: the file's bytes cannot go as they are
+            raise error
+        if isinstance(error, psycopg.errors.BadCopyFileFormat) and piece is not None and (
+                piece.data is not None or piece.by_bytes):
             raise Reparse(server_reason(error))
         if isinstance(error, psycopg.Error):
             raise ChunkFailed(error, piece)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -21,6 +22,7 @@ from core.protocols.chunked import (
     Ranges,
     Reparse,
     StreamPlan,
+    byte_pieces,
     frame_of,
     parsed_pieces,
     progress,
@@ -28,6 +30,7 @@ from core.protocols.chunked import (
 )
 from core.protocols.per_batch import open_book
 from core.rejects import RejectWriter
+from core.sources.csv_records import EndsInQuote, first_record_end, record_cuts
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.base import Strategy, WriteContext, WriteFailed
 from core.strategies.copy import csv_copy_sql
@@ -78,18 +81,29 @@ def run_per_batch(
         d = plan.source.dialect  # type: ignore[attr-defined]
         raw_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
     raw_stmt, parsed_stmt, proto = _copies(cls, ctx, raw_options, common.raw_text_columns(plan))
+    span = _data_span(plan) if raw else None
     job._emit(Phase.LOADING, force=True)
     while True:
         done = ck.done_chunks(ctl, ref, key)
-        base = (sum(c.hi - c.lo for c in done), sum(c.rows_loaded for c in done), sum(c.rows_rejected for c in done))
+        by_bytes = raw and span is not None and all(c.by_bytes for c in done)  # a book of rows goes on in rows
+        if not by_bytes and any(c.by_bytes for c in done):
+            done = _as_rows(ctl, plan, ref, key, done)
+        base = (sum(c.rows_loaded + c.rows_rejected if c.by_bytes else c.hi - c.lo for c in done),
+                sum(c.rows_loaded for c in done), sum(c.rows_rejected for c in done))
         ranges = Ranges([(c.lo, c.hi) for c in done])
         truncate = ref if mode is LoadMode.TRUNCATE and not done else None
+        d = getattr(plan.source, "dialect", None)
         splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
-                           spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate)
+                           spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate, str(plan.source.path),
+                           d.quote.encode() if d else b"", d.delimiter.encode() if d else b"")
         streams = ChunkStreams(splan, ctx.workers, job.cancel, job.on_log, lambda: None)
         streams.on_progress = progress(job, streams, base)
-        pieces = (raw_pieces(plan.source, ranges, _record_counter(plan)) if raw
-                  else parsed_pieces(plan.source, plan.maps, ctx.batch_rows, skip, ranges))
+        if by_bytes and span is not None:
+            pieces = byte_pieces(_cuts(plan, span, ctx.workers, job.target_info), ranges)
+        elif raw:
+            pieces = raw_pieces(plan.source, ranges, _record_counter(plan))
+        else:
+            pieces = parsed_pieces(plan.source, plan.maps, ctx.batch_rows, skip, ranges)
         try:
             streams.run(pieces)
             plan.source.check_unchanged()
@@ -125,6 +139,80 @@ def run_per_batch(
         spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, time.monotonic() - job._t0, job.bytes_read,
         reject_file, job.resumed_from, load_seconds=job._load_seconds(), reason=job.reason,
     )
+
+
+# Byte-range chunks: few and large, since each pays a commit (and its checkpoint row); about
+# four per stream keeps the streams busy to the end. On Citus a commit is a distributed one
+# across the workers, dearer still: one chunk per stream when the file allows.
+CHUNK_MIN, CHUNK_MAX = 4 << 20, 64 << 20
+CHUNKS_PER_STREAM = 4
+CHUNKS_PER_STREAM_DISTRIBUTED = 1
+DISTRIBUTED_CHUNK_MAX = 256 << 20
+
+
+def _data_span(plan: Plan) -> tuple[int, int] | None:
+    """(first data byte, file size) when streams can read the file's bytes themselves: UTF-8 as
+    it is (COPY is told UTF8), LF or CRLF line ends, a one-byte quote. None: the reader's path."""
+    d = getattr(plan.source, "dialect", None)
+    if d is None or d.encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig") \
+            or d.newline != "\n" or len(d.quote.encode()) != 1 or len(d.delimiter.encode()) != 1:
+        return None
+    path = str(plan.source.path)
+    size = os.path.getsize(path)
+    start = d.bom_bytes
+    if d.header:
+        with open(path, "rb") as f:
+            f.seek(start)
+            head = f.read(1 << 20)
+        cut = first_record_end(head, d.quote.encode())
+        if not cut:
+            return None  # a header longer than 1 MB (or the whole file): the reader's path copes
+        start += cut
+    return start, size
+
+
+def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any) -> Iterator[int]:
+    """Chunk boundaries, found as the streams go (see csv_records.record_cuts)."""
+    start, end = span
+    per, top = ((CHUNKS_PER_STREAM_DISTRIBUTED, DISTRIBUTED_CHUNK_MAX) if info is not None and info.distributed
+                else (CHUNKS_PER_STREAM, CHUNK_MAX))
+    every = min(top, max(CHUNK_MIN, (end - start) // (max(1, workers) * per) + 1))
+    quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+    fd = os.open(str(plan.source.path), os.O_RDONLY)
+    try:
+        yield from record_cuts(fd, start, end, quote, every)
+    finally:
+        os.close(fd)
+
+
+def _as_rows(ctl: psycopg.Connection[Any], plan: Plan, ref: Any, key: str, done: list[ck.Chunk]) -> list[ck.Chunk]:
+    """The book's byte-range chunks relabelled as the source rows they hold, for a run that goes
+    on through the parser (which counts rows): records counted from the data's start."""
+    from core.protocols.common import count_records
+
+    span = _data_span(plan)
+    assert span is not None
+    quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+    rows: list[tuple[int, int, int]] = []
+    row = 0
+    fd = os.open(str(plan.source.path), os.O_RDONLY)
+    try:
+        at = span[0]
+        for c in sorted(done, key=lambda c: c.lo):
+            if c.lo > at:  # records between the committed chunks, counted a piece at a time
+                cuts = list(record_cuts(fd, at, c.lo, quote, 16 << 20))
+                row += sum(count_records(os.pread(fd, b - a, a), quote) for a, b in zip(cuts, cuts[1:]))
+            n = c.rows_loaded + c.rows_rejected
+            rows.append((c.lo, row, row + n))
+            row += n
+            at = c.hi
+    except EndsInQuote:
+        raise LoadFailed("the earlier run's chunks no longer match the file") from None
+    finally:
+        os.close(fd)
+    with ctl.transaction():
+        ck.relabel_as_rows(ctl, ref, key, rows)
+    return ck.done_chunks(ctl, ref, key)
 
 
 def _record_counter(plan: Plan) -> Callable[[bytes], int]:

@@ -44,6 +44,9 @@ def _spec(path: Path, table: str, dsn: str, **kw: Any) -> LoadSpec:
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("core.sources.csv_source.CHUNK_BYTES", 8192)  # many raw chunks
+    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MIN", 8192)  # many byte-range chunks
+    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MAX", 8192)
+    monkeypatch.setattr("core.protocols.parallel_run.DISTRIBUTED_CHUNK_MAX", 8192)
 
 
 @pytest.fixture
@@ -58,9 +61,14 @@ def commit_order(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         with lock:
             order.append(chunk.lo)
 
+    held: list[int] = []
+
     def send(self: Any, conn: Any, piece: chunked.Piece) -> Any:
-        if piece.lo == 0:
-            time.sleep(0.3)  # the first chunk finishes after later ones
+        with lock:
+            first = not held
+            held.append(piece.lo)
+        if first:
+            time.sleep(0.3)  # the first chunk sent finishes after later ones
         return real_send(self, conn, piece)
 
     monkeypatch.setattr(ck, "add_chunk", add_chunk)
