@@ -261,7 +261,8 @@ class LoadJob:
     def _target_columns(self, ctl: psycopg.Connection[Any], plan: Plan) -> tuple[list[str], dict[str, str]]:
         """The mapped target columns, and every column's type as the table has it."""
         ref = plan.target
-        types = {c.name: c.type for c in table_columns(ctl, ref) or []}
+        # An existing table's columns were read once, by the plan; a new one is read as made.
+        types = dict(plan.target_types) if plan.exists else {c.name: c.type for c in table_columns(ctl, ref) or []}
         targets = [m.target for m in mp.included(plan.maps)]
         missing = [t for t in targets if t not in types]
         if missing:

@@ -191,14 +191,16 @@ def stream_batches(
     maps = plan.maps
     prepare = strategy.prepare
 
-    def read() -> Iterator[tuple[Batch, pl.DataFrame, object]]:
-        # On the reader thread: parse, map and encode the next batches while this
-        # thread sends the current one (polars and file reads release the GIL).
-        for batch in plan.source.batches(job.spec.batch_rows):
+    def encode(batches: Iterator[Batch]) -> Iterator[tuple[Batch, pl.DataFrame, object]]:
+        for batch in batches:
             mapped = mp.apply(batch.frame, maps)
             yield batch, mapped, prepare(mapped)
 
-    with Prefetch(read()) as batches:
+    # Three stages at once: a reader thread parses the next batches, an encoder thread maps
+    # and encodes the ones before, and this thread sends (polars, pgpq's buffers and socket
+    # writes release the GIL, so each stage takes a core when the server leaves one).
+    with Prefetch(plan.source.batches(job.spec.batch_rows)) as parsed, \
+            Prefetch(encode(iter(parsed)), name="sluice-encoder") as batches:
         for batch, mapped, prepared in batches:
             job.cancel.check()
             plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself

@@ -92,6 +92,9 @@ def run(
             workers=max(1, spec.workers),
             cancel=job.cancel,
             log=job.on_log,
+            # One stream straight into an existing table: the control connection carries it.
+            # (A table made here is dropped on failure through ctl, so it keeps its own.)
+            borrow=ctl if not (created or staged or private or two_phase or cls.multi_connection) else None,
         )
         if raw:
             d = plan.source.dialect  # type: ignore[attr-defined]

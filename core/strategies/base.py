@@ -28,6 +28,9 @@ class WriteContext:
     copy_options: dict[str, str] = field(default_factory=dict)  # raw CSV pass-through dialect
     # Target columns where the raw pass-through's NULL marker is text (COPY's FORCE_NOT_NULL).
     force_not_null: list[str] = field(default_factory=list)
+    # The job's control connection, lent to a one-connection load so that it opens no second
+    # one; open() takes it, close() hands it back idle and in autocommit without closing it.
+    borrow: psycopg.Connection[Any] | None = None
 
 
 class WriteFailed(Exception):
@@ -70,7 +73,11 @@ class Strategy(ABC):
         self._write_cur: psycopg.Cursor[Any] | None = None
 
     def open(self) -> None:
-        self.conn = connect(self.ctx.dsn, autocommit=not self.transactional)
+        if self.ctx.borrow is not None:
+            self.conn = self.ctx.borrow
+            self.conn.autocommit = not self.transactional
+        else:
+            self.conn = connect(self.ctx.dsn, autocommit=not self.transactional)
         self._hook(self.conn)
 
     def _hook(self, conn: psycopg.Connection[Any]) -> None:
@@ -117,8 +124,23 @@ class Strategy(ABC):
         if self._write_cur is not None:
             self._write_cur.close()
             self._write_cur = None
-        if self.conn is not None:
+        if self.conn is None:
+            return
+        if self.conn is self.ctx.borrow:
+            self._hand_back(self.conn)
+        else:
             self.conn.close()
+
+    @staticmethod
+    def _hand_back(conn: psycopg.Connection[Any]) -> None:
+        if conn.closed:
+            return
+        try:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.rollback()
+            conn.autocommit = True
+        except psycopg.Error:
+            pass  # a broken connection: the job's `with` closes it
 
     # -- shared SQL -------------------------------------------------------------------
 

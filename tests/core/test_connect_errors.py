@@ -88,14 +88,46 @@ def test_wrong_password_is_named_by_every_strategy(strategy: str, wrong_password
         _open_and_write(get_strategy(strategy), wrong_password_dsn)
 
 
+def _opens_its_own(c: type[Any]) -> bool:
+    """A single transactional stream loads on the job's own connection; the others open theirs."""
+    return bool(c.multi_connection or not c.transactional)
+
+
 def _cases() -> list[Any]:
     out = []
     for c in all_strategies():
         # Connection 1 is the job's own; 2.. are the strategy's (parallel-copy opens one per worker,
         # connection-per-row one per row).
-        last = 4 if c.multi_connection else 2
-        out += [pytest.param(c.id, n, id=f"{c.id}-conn{n}") for n in range(2, last + 1)]
+        if _opens_its_own(c):
+            last = 4 if c.multi_connection else 2
+            out += [pytest.param(c.id, n, id=f"{c.id}-conn{n}") for n in range(2, last + 1)]
     return out
+
+
+@pytest.mark.parametrize("strategy", [c.id for c in all_strategies() if not _opens_its_own(c)])
+def test_a_single_stream_loads_on_one_connection(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = table_name("one")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
+    if strategy.startswith("script-"):
+        path = tmp_path / "s.sql"
+        path.write_text("".join(f"INSERT INTO x (id, name) VALUES ({i}, 'n{i}');\n" for i in range(5)), "utf-8")
+    else:
+        path = tmp_path / "s.csv"
+        path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(5)), encoding="utf-8")
+    opened: list[psycopg.Connection[Any]] = []
+    real = psycopg.connect
+
+    def connect(conninfo: str = "", **kwargs: Any) -> psycopg.Connection[Any]:
+        opened.append(real(conninfo, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(psycopg, "connect", connect)
+    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table), strategy=strategy, dsn=dsn)).run()
+    assert len(opened) == 1 and opened[0].closed
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (5,)
 
 
 @pytest.mark.parametrize(("strategy", "fail_at"), _cases())
