@@ -73,7 +73,14 @@ def kill_then_resume(dsn: str, path: Path, rows: int, workers: int) -> str:
     reset(dsn, True)
     cmd = sluice(dsn, path, "--workers", str(workers), "--commit", "per-batch")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.5)
+    # Killed once the first chunk has committed (chunks are large: a fixed delay may hit none).
+    with psycopg.connect(dsn, autocommit=True) as c:
+        while proc.poll() is None:
+            if c.execute("SELECT to_regclass('_sluice_chunks') IS NOT NULL").fetchone() == (True,):
+                got = c.execute("SELECT count(*) FROM _sluice_chunks").fetchone()
+                if got and got[0]:
+                    break
+            time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     with psycopg.connect(dsn) as c:

@@ -143,10 +143,10 @@ def run_per_batch(
 
 # Byte-range chunks: few and large, since each pays a commit (and its checkpoint row); about
 # four per stream keeps the streams busy to the end. On Citus a commit is a distributed one
-# across the workers, dearer still: one chunk per stream when the file allows.
+# across the workers (its own two-phase commit), dearer still: two chunks per stream.
 CHUNK_MIN, CHUNK_MAX = 4 << 20, 64 << 20
 CHUNKS_PER_STREAM = 4
-CHUNKS_PER_STREAM_DISTRIBUTED = 1
+CHUNKS_PER_STREAM_DISTRIBUTED = 2
 DISTRIBUTED_CHUNK_MAX = 256 << 20
 
 

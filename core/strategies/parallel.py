@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import polars as pl
 import psycopg
@@ -17,7 +18,15 @@ from core.errors import LoadFailed
 from core.strategies.base import Strategy, WriteFailed, register
 from core.strategies.copy import copy_error_row, csv_copy_sql
 
+if TYPE_CHECKING:
+    from core.job import LoadJob
+    from core.plan import Plan
+
 _STOP = object()
+
+
+class _Span(tuple[int, int]):
+    """File bytes lo .. hi - 1 (whole records) that a worker reads itself."""
 
 
 class _Worker(threading.Thread):
@@ -27,6 +36,7 @@ class _Worker(threading.Thread):
         self.error: BaseException | None = None
         self.rows = 0
         self.sent: list[tuple[int, int]] = []  # (first source row, rows) of each chunk, in stream order
+        self._fd = -1  # the source file, for byte ranges read here
 
     def run(self) -> None:
         q = self.owner.queue
@@ -39,6 +49,9 @@ class _Worker(threading.Thread):
                         if item is _STOP:
                             stopped = True
                             break
+                        if isinstance(item, _Span):
+                            cp.write(memoryview(self._read(item)))  # rows unknown until COPY ends
+                            continue
                         data, first_row, rows = item
                         self.sent.append((first_row, rows))
                         cp.write(data)
@@ -47,6 +60,24 @@ class _Worker(threading.Thread):
             self._failed(WriteFailed(exc, self._source_row(copy_error_row(exc))), stopped)
         except BaseException as exc:  # noqa: BLE001 - any death must fail the load, or its chunks are lost
             self._failed(exc, stopped)
+        finally:
+            if self._fd >= 0:
+                os.close(self._fd)
+
+    def _read(self, span: _Span) -> bytes:
+        from core.protocols.common import _ParseInstead
+        from core.sources.csv_records import has_bare_quote_here
+
+        lo, hi = span
+        if self._fd < 0:
+            self._fd = os.open(self.owner.path, os.O_RDONLY)
+        data = os.pread(self._fd, hi - lo, lo)
+        q, d = self.owner.quote, self.owner.delimiter
+        if len(data) != hi - lo:
+            raise LoadFailed("the file got shorter during the load; nothing was loaded")
+        if q and q in data and has_bare_quote_here(data, d, q):
+            raise _ParseInstead("a quote inside an unquoted field, which COPY would read differently")
+        return data
 
     def _failed(self, error: BaseException, stopped: bool) -> None:
         self.error = error
@@ -131,6 +162,9 @@ class ParallelCopy(Strategy):
         self.failed.set()
 
     def _put(self, data: bytes, first_row: int, rows: int) -> None:
+        self._put_item((data, first_row, rows))
+
+    def _put_item(self, item: Any) -> None:
         while True:
             if self.failed.is_set():
                 self._raise_first()
@@ -138,7 +172,7 @@ class ParallelCopy(Strategy):
             if not any(w.is_alive() for w in self.workers):
                 self._raise_first()  # nobody left to take the chunk
             try:
-                self.queue.put((data, first_row, rows), timeout=0.2)
+                self.queue.put(item, timeout=0.2)
                 return
             except queue.Full:
                 continue
@@ -147,6 +181,35 @@ class ParallelCopy(Strategy):
         self._put(frame.write_csv(include_header=False).encode(), self._row, frame.height)
         self._row += frame.height
         return frame.height
+
+    path = ""  # feed_raw: the file the workers read
+    quote = delimiter = b""
+
+    def feed_raw(self, job: LoadJob, plan: Plan) -> None:
+        """The file's own bytes with no reader in between: each worker reads whole-record byte
+        ranges itself (cut by quote parity as parallel_run's per-batch chunks are), so the one
+        Python thread that read, cut and counted every chunk no longer takes a core's share."""
+        from core.events import Phase
+        from core.protocols import parallel_run as pr
+        from core.protocols.chunked import Ranges, Reparse, byte_pieces
+        from core.protocols.common import _ParseInstead
+
+        span = pr._data_span(plan)
+        if span is None:
+            job._stream_raw(self, plan)
+            return
+        d = plan.source.dialect  # type: ignore[attr-defined]
+        self.path, self.quote, self.delimiter = str(plan.source.path), d.quote.encode(), d.delimiter.encode()
+        try:
+            for piece in byte_pieces(pr._cuts(plan, span, len(self.workers), job.target_info), Ranges([])):
+                self._put_item(_Span((piece.lo, piece.hi)))
+                job.bytes_read = piece.hi
+                job._emit(Phase.LOADING)
+        except Reparse as why:
+            raise _ParseInstead(str(why)) from None
+        self.flush()  # every COPY ends: only now are the rows counted
+        job.rows_read = job.rows_loaded = self.rows_written
+        plan.source.check_unchanged()
 
     def write_raw(self, data: bytes) -> None:
         rows = data.count(b"\n")  # exact unless quoted fields hold newlines; used for error lines only
@@ -172,8 +235,10 @@ class ParallelCopy(Strategy):
             w.join()
 
     def _raise_first(self) -> NoReturn:
+        from core.protocols.common import _ParseInstead
+
         error = self._first_error or next((w.error for w in self.workers if w.error is not None), None)
-        if isinstance(error, WriteFailed):
+        if isinstance(error, (WriteFailed, _ParseInstead)):
             raise error
         if error is None:
             raise LoadFailed("the COPY workers stopped without a word; nothing was loaded")

@@ -1,0 +1,151 @@
+"""Streams that read their own byte ranges of the file (issue 10): cuts fall on record boundaries
+even inside quoted newlines, a bare quote sends the load through the parser, a run that falls back
+mid-way books rows, and create + single (ParallelCopy.feed_raw) loads exactly. feed_raw is wired
+here the way core/protocols/single.py would call it in place of the job's one-reader raw path."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from core import checkpoint as ck
+from core import stages
+from core.db import TableRef
+from core.job import LoadJob
+from core.protocols import chunked
+from core.protocols.common import count_records
+from core.sources.csv_records import EndsInQuote, record_cuts
+from core.spec import CommitMode, LoadMode
+from tests.core.test_interruptions import _csv, _digest, _make, _reference
+from tests.core.test_parallel_protocols import _spec
+
+
+@pytest.fixture
+def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MIN", 4096)
+    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MAX", 4096)
+
+
+@pytest.fixture
+def feed_raw_wired(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The job's raw path handed to the strategy when it reads the file itself; counts the calls."""
+    calls: list[int] = []
+
+    def stream_raw(job: LoadJob, strategy: Any, plan: Any) -> None:
+        if hasattr(strategy, "feed_raw"):
+            calls.append(1)
+            strategy.feed_raw(job, plan)
+        else:
+            stages.stream_raw(job, strategy, plan)
+
+    monkeypatch.setattr(LoadJob, "_stream_raw", stream_raw)
+    return calls
+
+
+def _quoted_newlines(path: Path, rows: int) -> Path:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("id,name,amount,seen\n")
+        for i in range(1, rows + 1):
+            f.write(f'{i},"line {i}\nnext, ""q""\n",{i % 97}.5,2024-01-{i % 28 + 1:02d}\n')
+    return path
+
+
+def test_record_cuts_fall_between_records_only(tmp_path: Path) -> None:
+    path = _quoted_newlines(tmp_path / "q.csv", 2_000)
+    data = path.read_bytes()
+    start = data.index(b"\n") + 1
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        cuts = list(record_cuts(fd, start, len(data), b'"', 1000))
+    finally:
+        os.close(fd)
+    assert cuts[0] == start and cuts[-1] == len(data) and len(cuts) > 50
+    assert sum(count_records(data[a:b], b'"') for a, b in zip(cuts, cuts[1:])) == 2_000
+    assert all(data[c - 1:c] == b"\n" and data.count(b'"', 0, c) % 2 == 0 for c in cuts[1:])
+    path.write_bytes(data + b'2001,"never closed\n')
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(EndsInQuote):
+            list(record_cuts(fd, start, path.stat().st_size, b'"', 1000))
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_per_batch_byte_ranges_with_quoted_newlines_load_exactly(
+    workers: int, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    small_ranges: None,
+) -> None:
+    path = _quoted_newlines(tmp_path / "qn.csv", 3_000)
+    table = table_name("qn")
+    _make(conn, table)
+    result = LoadJob(_spec(path, table, dsn, workers=workers, commit=CommitMode.PER_BATCH)).run()
+    assert (result.rows_read, result.rows_loaded) == (3_000, 3_000)
+    assert _digest(conn, table) == _reference(dsn, conn, table_name, path)
+
+
+def test_a_bare_quote_after_committed_ranges_goes_on_through_the_parser_booking_rows(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    small_ranges: None, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = _csv(tmp_path / "bare.csv", 6_000)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('6001,name 6001 37.8"N,1.00,2024-01-01\n')  # a bare quote in the last range
+    table = table_name("bare")
+    _make(conn, table)
+    relabelled: list[int] = []
+    real = ck.relabel_as_rows
+
+    def relabel(c: Any, target: Any, key: str, rows: list[tuple[int, int, int]]) -> None:
+        relabelled.append(len(rows))
+        real(c, target, key, rows)
+
+    monkeypatch.setattr(ck, "relabel_as_rows", relabel)
+    logs: list[str] = []
+    result = LoadJob(_spec(path, table, dsn, workers=2, commit=CommitMode.PER_BATCH), on_log=logs.append).run()
+    assert any("through the parser" in m for m in logs)
+    assert relabelled and relabelled[0] > 0  # byte ranges committed before the fallback became row ranges
+    assert (result.rows_read, result.rows_loaded) == (6_001, 6_001)
+    assert _digest(conn, table) == _reference(dsn, conn, table_name, path)
+    assert ck.done_chunks(conn, TableRef(table), ck.load_key(path, TableRef(table))) == []  # finished
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_create_single_feed_raw_loads_exactly(
+    workers: int, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    small_ranges: None, feed_raw_wired: list[int],
+) -> None:
+    path = _quoted_newlines(tmp_path / "cr.csv", 3_000)
+    table = table_name("cr")
+    result = LoadJob(_spec(path, table, dsn, workers=workers, mode=LoadMode.CREATE)).run()
+    assert feed_raw_wired
+    assert (result.rows_read, result.rows_loaded) == (3_000, 3_000)
+    assert _digest(conn, table) == _reference(dsn, conn, table_name, path, create=True)
+
+
+def test_feed_raw_with_a_bare_quote_loads_through_the_parser(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    small_ranges: None, feed_raw_wired: list[int],
+) -> None:
+    path = _csv(tmp_path / "fb.csv", 3_000)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('3001,name 3001 37.8"N,1.00,2024-01-01\n')
+    table = table_name("fb")
+    logs: list[str] = []
+    result = LoadJob(_spec(path, table, dsn, workers=2, mode=LoadMode.CREATE), on_log=logs.append).run()
+    assert feed_raw_wired and any("through the parser" in m for m in logs)
+    assert (result.rows_read, result.rows_loaded) == (3_001, 3_001)
+    assert _digest(conn, table) == _reference(dsn, conn, table_name, path, create=True)
+
+
+def test_chunk_pieces_skip_committed_ranges() -> None:
+    pieces = list(chunked.byte_pieces(iter([10, 20, 30, 40]), chunked.Ranges([(20, 30)])))
+    assert [(p.lo, p.hi) for p in pieces] == [(10, 20), (30, 40)] and all(p.by_bytes for p in pieces)
+    # an earlier run cut elsewhere: the gaps are still whole records (its cuts were boundaries)
+    pieces = list(chunked.byte_pieces(iter([10, 25, 40]), chunked.Ranges([(15, 30)])))
+    assert [(p.lo, p.hi) for p in pieces] == [(10, 15), (30, 40)]
