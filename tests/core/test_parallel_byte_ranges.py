@@ -149,3 +149,16 @@ def test_chunk_pieces_skip_committed_ranges() -> None:
     # an earlier run cut elsewhere: the gaps are still whole records (its cuts were boundaries)
     pieces = list(chunked.byte_pieces(iter([10, 25, 40]), chunked.Ranges([(15, 30)])))
     assert [(p.lo, p.hi) for p in pieces] == [(10, 15), (30, 40)]
+
+
+@pytest.mark.parametrize(("delimiter", "quote"), [(b",", b'"'), (b"\t", b'"'), (b";", b"'"), (b"|", b'"')])
+def test_the_streams_bare_quote_check_answers_as_the_sources(delimiter: bytes, quote: bytes) -> None:
+    import random
+
+    from core.sources.csv_records import has_bare_quote, has_bare_quote_here
+
+    rng = random.Random(7)
+    alphabet = b'ab,;|\t"\'\n\r'
+    for _ in range(5_000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        assert has_bare_quote_here(data, delimiter, quote) == has_bare_quote(data, delimiter, quote), data
