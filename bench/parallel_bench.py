@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -52,14 +53,21 @@ def sluice(dsn: str, path: Path, *extra: str) -> list[str]:
             "--strategy", "parallel-copy", *extra]
 
 
-def run(cmds: list[list[str]]) -> float:
+CPU: dict[str, list[float]] = {}  # client user+sys seconds of each case's runs
+
+
+def run(cmds: list[list[str]], name: str = "") -> float:
     t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     procs = [subprocess.Popen(c, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for c in cmds]
     for p in procs:
         _, err = p.communicate()
         if p.returncode != 0:
             raise RuntimeError(err.decode()[-400:])
-    return time.perf_counter() - t
+    elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(name, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed
 
 
 def check(dsn: str, rows: int) -> None:
@@ -116,12 +124,13 @@ def main() -> int:
     for _ in range(a.repeat):
         for name, cmds, create in cases:
             reset(a.dsn, a.citus, create)
-            times[name].append(run(cmds))
+            times[name].append(run(cmds, name))
             check(a.dsn, rows)
     base = statistics.median(times["psql \\copy"])
     for name, ts in times.items():
         med = statistics.median(ts)
-        print(f"{name:55s} median {med:6.2f} s  (min {min(ts):.2f}, max {max(ts):.2f})  {base / med:4.2f}x psql \\copy")
+        print(f"{name:55s} median {med:6.2f} s  (min {min(ts):.2f}, max {max(ts):.2f})  {base / med:4.2f}x psql \\copy"
+              f"  client cpu {statistics.median(CPU[name]):.2f} s")
     if a.citus:
         print(kill_then_resume(a.dsn, path, rows, 4))
     return 0
