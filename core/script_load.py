@@ -216,9 +216,12 @@ class ScriptLoad:
             s = self.stream = _Stream(t, fmt, manager.__enter__(), cur, manager)
         s.origins.append((s.records, chunk))
         if isinstance(chunk, CopyChunk):
-            for piece in chunk.pieces(str(self.source.path)):
-                s.copy.write(piece if self.source.encoding in ("utf-8", "utf8") else
-                             piece.decode(self.source.encoding).encode())
+            if self.source.encoding.replace("_", "-").lower() in ("utf-8", "utf8"):
+                for view in chunk.views(str(self.source.path)):  # the file's own bytes, no copy in Python
+                    s.copy.write(view)
+            else:
+                for piece in chunk.pieces(str(self.source.path)):
+                    s.copy.write(piece.decode(self.source.encoding).encode())
         elif isinstance(chunk, CsvChunk):
             s.copy.write(chunk.data)
         else:

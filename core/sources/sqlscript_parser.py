@@ -16,6 +16,7 @@ One pass over the file, linear in its size whatever it holds:
 from __future__ import annotations
 
 import codecs
+import mmap
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -80,7 +81,7 @@ class CopyChunk:
     bytes_end: int
 
     def pieces(self, path: str, size: int = 1 << 20) -> Iterator[bytes]:
-        """The block's bytes in pieces that end at a row boundary."""
+        """The block's bytes in pieces that end at a row boundary (for decoding piece by piece)."""
         with open(path, "rb") as f:
             f.seek(self.offset)
             left = self.length
@@ -94,6 +95,20 @@ class CopyChunk:
                         left += len(data) - cut
                         data = data[:cut]
                 yield data
+
+    def views(self, path: str, size: int = 16 << 20) -> Iterator[memoryview]:
+        """The block's bytes as views of the mapped file, cut anywhere: COPY joins what it is sent.
+
+        Nothing is copied in Python; each view is released before the next is made, so the
+        map closes cleanly whether or not the caller reads to the end.
+        """
+        if self.length <= 0:
+            return
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            end = self.offset + self.length
+            for at in range(self.offset, end, size):
+                with memoryview(mm)[at : min(end, at + size)] as view:
+                    yield view
 
 
 class CsvChunk:
@@ -427,21 +442,15 @@ class _Parser:
         yield from self._take_rows()
         r = self.r
         start, first_line = r.offset, r.line
-        readline = r.f.readline
-        rows = 0
-        while True:
-            raw = readline()
-            if not raw:
-                raise ScriptError("COPY data not ended by a line \\.", line)
-            if raw[:2] == b"\\." and raw.rstrip(b"\r\n") == b"\\.":
-                break
-            rows += 1
-        end = r.f.tell()
-        r.offset, r.line = end, r.line + rows + 1
+        found = copy_block_end(r.f, start)
+        if found is None:
+            raise ScriptError("COPY data not ended by a line \\.", line)
+        data_end, after, rows = found
+        r.seek(after, r.line + rows + 1)
         info.rows += rows
         info.statements += 1
         if rows:
-            yield CopyChunk(target, start, end - len(raw) - start, rows, first_line, end)
+            yield CopyChunk(target, start, data_end - start, rows, first_line, after)
 
     # -- chunks ------------------------------------------------------------------------------
 
@@ -460,6 +469,53 @@ class _Parser:
             frame = pl.concat(acc.frames) if len(acc.frames) > 1 else acc.frames[0]
             yield ParsedChunk(acc.target, frame, acc.lines, acc.statements, acc.end, self.ignored, acc.on_conflict)
         self.acc = _Rows(acc.target, acc.on_conflict)
+
+
+_STEP = 16 << 20  # bytes read at a time while looking for the end of a COPY block
+
+
+def copy_block_end(f: BinaryIO, start: int) -> tuple[int, int, int] | None:
+    """Where the COPY data starting at `start` ends: (end of its rows, offset after the `\\.` line, rows).
+
+    The end is the first line that is exactly `\\.` (a `\\r` before its newline, or no
+    newline at the end of the file, allowed). COPY text escapes newlines inside values, so
+    a raw newline always ends a row: bytes.find and bytes.count over big reads find the end
+    and count the rows, and no row is looked at in Python. None when the file ends first.
+    """
+    fd = f.fileno()
+    size = os.fstat(fd).st_size
+    if not 0 < start < size:
+        return None
+    lo = start - 1  # the COPY line's newline: a block with no rows ends at once with "\n\\."
+    counted, rows = start, 0  # newlines in [start, counted) are in rows
+    while lo < size:
+        buf = os.pread(fd, _STEP, lo)
+        if not buf:
+            return None
+        j = buf.find(b"\n\\.")
+        while j >= 0:
+            after = _end_line(fd, buf, lo, j + 3, size)
+            if after >= 0:
+                return lo + j + 1, after, rows + buf.count(b"\n", counted - lo, j + 1)
+            j = buf.find(b"\n\\.", j + 1)  # a row that starts with "\\." and goes on
+        end = lo + len(buf)
+        if end >= size:
+            return None
+        rows += buf.count(b"\n", counted - lo)
+        counted, lo = end, end - 2  # two bytes again: a "\n\\." across the cut is found whole next time
+    return None
+
+
+def _end_line(fd: int, buf: bytes, lo: int, p: int, size: int) -> int:
+    """The file offset after the line whose "\\." ends at buf[p], if it ends there; else -1."""
+    tail = buf[p : p + 2]
+    if len(tail) < 2 and lo + p + len(tail) < size:
+        tail = os.pread(fd, 2, lo + p)
+    if not tail or tail == b"\r":
+        return size if lo + p + len(tail) >= size else -1
+    if tail[:1] == b"\n":
+        return lo + p + 1
+    return lo + p + 2 if tail == b"\r\n" else -1
 
 
 def _only_comments(text: str, line: int) -> bool:

@@ -206,3 +206,25 @@ def test_several_tables_listed_in_file_order(tmp_path: Path) -> None:
     ]
     source = SqlScriptSource(SourceOptions(path, script_table="a"))
     assert source.columns() == ["k"] and source.sample().rows() == [("7",)]
+
+
+@pytest.mark.parametrize(
+    ("block", "rows"),
+    [
+        ("\\.\n", []),  # no rows: the end follows the COPY line at once
+        ("1\tx\n\\.\r\nINSERT INTO t2 VALUES (1);\n", [["1", "x"]]),  # a dump that went through Windows
+        ("1\t\\.x\n2\ty\n\\.", [["1", ".x"], ["2", "y"]]),  # a row starting with \. is not the end; EOF ends it
+    ],
+)
+def test_copy_block_ends_where_psql_ends_it(tmp_path: Path, block: str, rows: list[list[str]]) -> None:
+    path = _write(tmp_path, "COPY public.t (a, b) FROM stdin;\n" + block)
+    t = list_tables(path)[0]
+    assert (t.target.display(), t.rows) == ("public.t", len(rows))
+    assert [list(r) for c in iter_script(path, table=t.target) for r in zip(*c.columns)] == rows
+
+
+def test_copy_block_without_its_end_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "SET x = 1;\nCOPY public.t (a) FROM stdin;\n1\n2\n\\.x\n")
+    with pytest.raises(ScriptError) as err:
+        list_tables(path)
+    assert err.value.line == 2 and "not ended" in str(err.value)
