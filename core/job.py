@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -58,6 +58,25 @@ from core.rejects import RejectWriter
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
 from core.spec import CommitMode, LoadMode, LoadSpec
 from core.strategies.base import Strategy, all_strategies, get_strategy
+
+
+@dataclass(frozen=True)
+class Foresight:
+    """What a run of a spec would do (LoadJob.foresee), for the window to show before it starts."""
+
+    strategy: str
+    batch_rows: int
+    workers: int
+    protocol: str  # single, staged, two-phase, create-then-rename, per-batch
+    reason: str
+    auto: bool  # the strategy is auto's pick
+
+    def describe(self) -> str:
+        picked = "auto will pick" if self.auto else "will run"
+        workers = f", {self.workers} workers" if self.workers > 1 else ""
+        head = f"{picked} {self.strategy} (batches of {self.batch_rows:,} rows{workers}; commit: {self.protocol})"
+        return f"{head}: {self.reason}" if self.reason else head
+
 
 PROGRESS_EVERY_S = 0.1
 RETRY_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # per-batch: waits before each reconnect
@@ -127,26 +146,49 @@ class LoadJob:
             result = replace(result, chosen=self.chosen.to_json(), reason="; ".join(reasons))
         return result
 
-    def _run_job(self) -> LoadResult:
-        self._t0 = time.monotonic()
+    def foresee(self) -> Foresight:
+        """What a run would do, said before it starts: the strategy (auto's pick), batch size,
+        workers and transaction protocol, and why. Reads the source and the catalog; writes nothing."""
+        with connect(resolve_dsn(self.spec.dsn), autocommit=True) as ctl:
+            _plan, cls = self._settle(ctl)
+        if self.protocol is not None:
+            protocol = str(self.protocol.protocol.value)
+        elif self.spec.commit is CommitMode.PER_BATCH:
+            protocol = "per-batch"
+        elif not cls.transactional or self.spec.target.mode is LoadMode.UPSERT:
+            protocol = "staged"
+        else:
+            protocol = "single"
+        reasons = [r for r in (self.chosen.reason if self.chosen else "", self.reason) if r]
+        return Foresight(cls.id, self.spec.batch_rows, self.spec.workers if cls.takes_workers else 1, protocol,
+                         "; ".join(reasons), auto=self.chosen is not None)
+
+    def _settle(self, ctl: psycopg.Connection[Any]) -> tuple[Plan, type[Strategy]]:
+        """The plan, the strategy (auto's pick) and the protocol; refuses what cannot work here."""
         spec = self.spec
         cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
+        plan = plan_load(spec, ctl)
+        if cls is None:
+            self.chosen = choose(spec, plan, ctl)
+            self.spec = spec = replace(spec, strategy=self.chosen.strategy, batch_rows=self.chosen.batch_rows,
+                                       workers=self.chosen.workers)
+            cls = get_strategy(spec.strategy)
+            self.on_log(f"auto chose {cls.id} (batches of {spec.batch_rows:,} rows): {self.chosen.reason}")
+        if cls.script_only and plan.source.format != "sql":
+            raise ConfigError(f"{cls.id} replays INSERT scripts; the source is {plan.source.format}")
+        self._check_combination(cls)
+        self._choose_protocol(cls, ctl, plan)  # refuses what cannot work there, before anything is sent
+        return plan, cls
+
+    def _run_job(self) -> LoadResult:
+        self._t0 = time.monotonic()
         self._emit(Phase.CONNECTING, force=True)
-        dsn = resolve_dsn(spec.dsn)
+        dsn = resolve_dsn(self.spec.dsn)
         with connect(dsn, autocommit=True) as ctl:
-            plan = plan_load(spec, ctl)
-            if cls is None:
-                self.chosen = choose(spec, plan, ctl)
-                self.spec = spec = replace(spec, strategy=self.chosen.strategy, batch_rows=self.chosen.batch_rows,
-                                           workers=self.chosen.workers)
-                cls = get_strategy(spec.strategy)
-                self.on_log(f"auto chose {cls.id} (batches of {spec.batch_rows:,} rows): {self.chosen.reason}")
+            plan, cls = self._settle(ctl)
+            spec = self.spec
             source = plan.source
             self.bytes_total = source.size
-            if cls.script_only and source.format != "sql":
-                raise ConfigError(f"{cls.id} replays INSERT scripts; the source is {source.format}")
-            self._check_combination(cls)
-            self._choose_protocol(cls, ctl, plan)  # refuses what cannot work there, before anything is sent
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}")
             for cleaned in janitor.sweep(ctl):
                 self.on_log(cleaned)

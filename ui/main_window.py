@@ -44,6 +44,7 @@ from core.preview import (
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from ui import dialogs
 from ui.compare_tab import CompareTab
+from ui.foresight import Foresight
 from ui.panels.mapping import MappingPanel
 from ui.panels.run import RunPanel
 from ui.panels.source import SourcePanel
@@ -95,6 +96,7 @@ class MainWindow(QMainWindow):
         self.profiles = ProfileActions(self)
         self._wire()
         self._build_menus()
+        self.foresight = Foresight(self)  # the plan for the next run, said before it starts
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -575,5 +577,6 @@ class MainWindow(QMainWindow):
         if self.runs.job is not None:
             self.runs.job.cancel()
         self.compare_tab.stop()
+        self.foresight.stop()
         self.settings.save()
         super().closeEvent(event)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 from core.auto import AUTO
@@ -52,6 +53,11 @@ class StrategyPanel(QGroupBox):
         row2.addWidget(QLabel("On error"))
         row2.addWidget(self.policy_combo)
         form.addRow(row2)
+        # What the next run will do (ui.foresight fills it in): auto's pick, the protocol, why.
+        self.plan_label = QLabel("Pick a file and a table: the plan for the run shows here.")
+        self.plan_label.setWordWrap(True)
+        self.plan_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow("Plan", self.plan_label)
         self._on_strategy_changed()
 
     def current(self) -> type[Strategy] | None:
@@ -62,9 +68,9 @@ class StrategyPanel(QGroupBox):
         cls = self.current()
         if cls is None:
             self.strategy_help.setText(
-                "<b>auto picks the strategy, batch size and workers when the run starts</b> from the file's "
-                "shape (format, row width, mapping), the commit mode and error policy, and where the server "
-                "is; it says which and why here and in the log.")
+                "<b>auto picks the strategy, batch size and workers</b> from the file's shape (format, row "
+                "width, mapping), the target's column types, the commit mode and error policy, and where the "
+                "server is; the plan below says which and why before the run, the log after it.")
             self.batch_spin.setEnabled(False)
             self.workers_spin.setEnabled(False)
             return
@@ -77,6 +83,10 @@ class StrategyPanel(QGroupBox):
         if self.current() is None:
             self.strategy_help.setText(f"<b>auto chose {strategy_id}</b> (batches of {batch_rows:,} rows) for the "
                                        f"last run: {reason}")
+
+    def show_plan(self, text: str) -> None:
+        self.plan_label.setText(text)
+        self.plan_label.setToolTip(text)
 
     def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
         ids = [AUTO if c is None else c.id for c in self.strategies]

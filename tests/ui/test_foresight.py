@@ -1,0 +1,70 @@
+"""The window says what the next run will do before it starts: auto's pick, the protocol, and why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+
+def _open(qtbot: Any, w: Any, path: Path) -> None:
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        w.path_edit.setText(str(path))
+        w.path_edit.returnPressed.emit()
+
+
+def _plan_after(qtbot: Any, w: Any, change: Callable[[], None], expect: str) -> str:
+    """The plan line once it says `expect` (earlier answers, from earlier changes, may come first)."""
+    texts: list[str] = []
+    w.foresight.updated.connect(texts.append)
+    change()
+    qtbot.waitUntil(lambda: any(expect in t for t in texts), timeout=30_000)
+    text = next(t for t in texts if expect in t)
+    assert w.strategy_panel.plan_label.text() == texts[-1]
+    return text
+
+
+def test_the_plan_is_shown_before_the_run(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    w = window
+    path = tmp_path / "people.csv"
+    path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(200)), encoding="utf-8")
+    table = table_name("plan")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
+    _open(qtbot, w, path)
+
+    def pick_table() -> None:
+        w.table_combo.setEditText(table)
+        w.mode_combo.setCurrentText("append")
+
+    text = _plan_after(qtbot, w, pick_table, "auto will pick")
+    assert "copy-csv" in text and "commit: single" in text and "own bytes" in text  # auto's reason, before any run
+    assert w.history.rowCount() == 0
+    text = _plan_after(qtbot, w, lambda: w.set_strategy("parallel-copy", workers=2), "will run parallel-copy")
+    assert "2 workers" in text and "commit: " in text and "parallel-copy: " in text  # the protocol and why
+    text = _plan_after(qtbot, w, lambda: w.commit_combo.setCurrentText("per-batch"), "chunk-commits")
+    assert "checkpoint" in text
+    row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()
+    assert row == (0,)  # said without loading anything
+
+
+def test_a_plan_that_cannot_run_says_why(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    w = window
+    path = tmp_path / "people.csv"
+    path.write_text("id,name\n1,a\n", encoding="utf-8")
+    table = table_name("nokey")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, name text)").format(sql.Identifier(table)))
+    _open(qtbot, w, path)
+
+    def upsert_without_key() -> None:
+        w.table_combo.setEditText(table)
+        w.mode_combo.setCurrentText("upsert")
+
+    text = _plan_after(qtbot, w, upsert_without_key, "cannot run")
+    assert "upsert needs" in text and "key" in text

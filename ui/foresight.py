@@ -1,0 +1,71 @@
+"""Says what the next run will do before it starts: auto's pick, batch size, workers, protocol, and why.
+
+Each change of the source, target, mapping or strategy settings asks the engine again
+(LoadJob.foresee, on a worker: it reads the source's head and the catalog, and writes
+nothing), a moment after the last change, so typing a table name asks once. An answer
+older than the newest question is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+
+DELAY_MS = 300
+
+
+class Foresight(QObject):
+    """updated(text): the plan line shown under the strategy, once it is known."""
+
+    updated = Signal(str)
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.w = window
+        self._gen = 0
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DELAY_MS)
+        self._timer.timeout.connect(self._ask)
+        g, t = window.strategy_panel, window.target_panel
+        for signal in (g.strategy_combo.currentIndexChanged, g.commit_combo.currentIndexChanged,
+                       g.policy_combo.currentIndexChanged, g.batch_spin.valueChanged, g.workers_spin.valueChanged,
+                       t.mode_combo.currentIndexChanged, t.table_combo.currentTextChanged,
+                       t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged,
+                       window.mapping.modelReset, window.mapping.dataChanged):
+            signal.connect(self.schedule)
+
+    def schedule(self, *_args: Any) -> None:
+        self._gen += 1  # an answer on its way is stale from now on
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self._gen += 1
+
+    def _ask(self) -> None:
+        w = self.w
+        if w.runs.job is not None or w.source_info is None or not w.table_combo.currentText().strip():
+            return  # nothing to say yet, or a run is on (it says its own choice)
+        spec = w.current_spec()
+        if spec.dsn is None:
+            return
+        gen = self._gen
+        w.strategy_panel.show_plan("working out what the run will do…")
+
+        def foresee(*_a: Any) -> str:
+            from core.job import LoadJob
+
+            return LoadJob(spec).foresee().describe()
+
+        w.background(foresee, lambda text: self._answer(gen, text), lambda msg: self._answer(gen, f"cannot run: {msg}"))
+
+    def _answer(self, gen: int, text: str) -> None:
+        if gen != self._gen:
+            return
+        self.w.strategy_panel.show_plan(text)
+        self.updated.emit(text)
