@@ -141,6 +141,35 @@ def byte_pieces(cuts: Iterator[int], done: Ranges) -> Iterator[Piece]:
         raise Reparse(str(why)) from None
 
 
+SLICE_BYTES = 8 << 20  # a stream holds this much of its chunk at a time, however large the chunk
+
+
+def read_records(fd: int, lo: int, hi: int, delimiter: bytes, quote: bytes,
+                 slice_bytes: int = SLICE_BYTES) -> Iterator[memoryview]:
+    """File bytes lo .. hi - 1 (whole records) in slices ending at a newline, for one COPY.
+
+    A newline has no class a quote's neighbour could be confused with, so each slice is checked
+    for bare quotes on its own with the same answer as the whole range; BareQuote when one holds
+    a quote COPY would read differently (the COPY is then abandoned, its transaction undone).
+    """
+    at = lo
+    while at < hi:
+        want = min(slice_bytes, hi - at)
+        while True:
+            data = os.pread(fd, want, at)
+            if len(data) < want:
+                raise LoadFailed("the file got shorter during the load; the chunks committed so far stay")
+            end = len(data) if at + want == hi else data.rfind(b"\n") + 1
+            if end:
+                break
+            want = min(2 * want, hi - at)  # one record longer than a slice: take more
+        view = memoryview(data)[:end]
+        if quote and has_bare_quote_here(view, delimiter, quote):
+            raise BareQuote("a quote inside an unquoted field, which COPY would read differently")
+        yield view
+        at += end
+
+
 def parsed_pieces(
     source: Source, maps: list[Any], batch_rows: int, with_bad: bool, done: Ranges
 ) -> Iterator[Piece]:
@@ -277,7 +306,13 @@ class _Stream(threading.Thread):
         plan = self.owner.plan
         if piece.by_bytes:
             assert plan.raw_copy is not None
-            return self._copy(conn, plan.raw_copy, self._read(piece)), "", 0
+            if self._fd < 0:
+                self._fd = os.open(plan.path, os.O_RDONLY)
+            with conn.cursor() as cur:
+                with cur.copy(plan.raw_copy) as cp:
+                    for part in read_records(self._fd, piece.lo, piece.hi, plan.delimiter, plan.quote):
+                        cp.write(part)
+                return cur.rowcount, "", 0
         if piece.data is not None:
             assert plan.raw_copy is not None
             return self._copy(conn, plan.raw_copy, piece.data), "", 0
@@ -302,18 +337,6 @@ class _Stream(threading.Thread):
                         fields += [reject_fields(plan.source, r, ctx.dsn, ctx.columns, ctx.types,
                                                  frame.row(r.row - piece.first)) for r in bad]
         return loaded, _csv_lines(fields), len(fields)
-
-    def _read(self, piece: Piece) -> bytes:
-        """The piece's bytes in one read; refused when a bare quote makes COPY read them otherwise."""
-        plan = self.owner.plan
-        if self._fd < 0:
-            self._fd = os.open(plan.path, os.O_RDONLY)
-        data = os.pread(self._fd, piece.hi - piece.lo, piece.lo)
-        if len(data) != piece.hi - piece.lo:
-            raise LoadFailed("the file got shorter during the load; the chunks committed so far stay")
-        if plan.quote and plan.quote in data and has_bare_quote_here(data, plan.delimiter, plan.quote):
-            raise BareQuote("a quote inside an unquoted field, which COPY would read differently")
-        return data
 
     def _copy(self, conn: psycopg.Connection[Any], stmt: sql.Composed, data: bytes) -> int:
         with conn.cursor() as cur:

@@ -238,14 +238,16 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
         yield at
 
 
-def has_bare_quote_here(data: bytes, delimiter: bytes, quote: bytes) -> bool:
+def has_bare_quote_here(data: bytes | memoryview, delimiter: bytes, quote: bytes) -> bool:
     """has_bare_quote's answer, about six times faster on big chunks and without polars (COPY
     streams' threads may run while polars is still being imported lazily).
 
     The pattern starts with the quote itself, so the regex engine skips from quote to quote
     at C speed and looks at the two neighbours only there; nothing is copied.
     """
-    if not quote or len(quote) != 1 or len(delimiter) != 1 or quote not in data:
+    if not quote or len(quote) != 1 or len(delimiter) != 1:
+        return False
+    if isinstance(data, bytes) and quote not in data:  # (a memoryview's `in` compares ints)
         return False
     return _bare_quote_pattern(delimiter, quote).search(data) is not None
 

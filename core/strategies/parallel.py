@@ -6,7 +6,7 @@ import os
 import queue
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import polars as pl
@@ -50,7 +50,8 @@ class _Worker(threading.Thread):
                             stopped = True
                             break
                         if isinstance(item, _Span):
-                            cp.write(memoryview(self._read(item)))  # rows unknown until COPY ends
+                            for part in self._read(item):  # rows unknown until COPY ends
+                                cp.write(part)
                             continue
                         data, first_row, rows = item
                         self.sent.append((first_row, rows))
@@ -64,20 +65,16 @@ class _Worker(threading.Thread):
             if self._fd >= 0:
                 os.close(self._fd)
 
-    def _read(self, span: _Span) -> bytes:
+    def _read(self, span: _Span) -> Iterator[memoryview]:
+        from core.protocols.chunked import BareQuote, read_records
         from core.protocols.common import _ParseInstead
-        from core.sources.csv_records import has_bare_quote_here
 
-        lo, hi = span
         if self._fd < 0:
             self._fd = os.open(self.owner.path, os.O_RDONLY)
-        data = os.pread(self._fd, hi - lo, lo)
-        q, d = self.owner.quote, self.owner.delimiter
-        if len(data) != hi - lo:
-            raise LoadFailed("the file got shorter during the load; nothing was loaded")
-        if q and q in data and has_bare_quote_here(data, d, q):
-            raise _ParseInstead("a quote inside an unquoted field, which COPY would read differently")
-        return data
+        try:
+            yield from read_records(self._fd, span[0], span[1], self.owner.delimiter, self.owner.quote)
+        except BareQuote as why:
+            raise _ParseInstead(str(why)) from None
 
     def _failed(self, error: BaseException, stopped: bool) -> None:
         self.error = error

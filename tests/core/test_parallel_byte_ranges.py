@@ -162,3 +162,24 @@ def test_the_streams_bare_quote_check_answers_as_the_sources(delimiter: bytes, q
     for _ in range(5_000):
         data = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
         assert has_bare_quote_here(data, delimiter, quote) == has_bare_quote(data, delimiter, quote), data
+
+
+def test_read_records_slices_end_at_newlines_and_find_bare_quotes_in_any_slice(tmp_path: Path) -> None:
+    path = _quoted_newlines(tmp_path / "s.csv", 500)
+    data = path.read_bytes()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        parts = [bytes(p) for p in chunked.read_records(fd, 0, len(data), b",", b'"', slice_bytes=300)]
+        assert b"".join(parts) == data and len(parts) > 20
+        assert all(p.endswith(b"\n") for p in parts)
+        one = [bytes(p) for p in chunked.read_records(fd, 0, len(data), b",", b'"', slice_bytes=4)]
+        assert b"".join(one) == data  # a slice smaller than a line grows to the next newline
+    finally:
+        os.close(fd)
+    path.write_bytes(data + b'501,"x",37.8"N,2024-01-01\n' + data[data.index(b"\n") + 1:])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(chunked.BareQuote):
+            list(chunked.read_records(fd, 0, path.stat().st_size, b",", b'"', slice_bytes=300))
+    finally:
+        os.close(fd)
