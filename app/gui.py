@@ -83,7 +83,8 @@ def main(argv: list[str]) -> int:
     window.refresh_database()
 
     def shoot() -> None:
-        if args.screenshot:
+        if args.screenshot and not outcome.get("shot"):
+            outcome["shot"] = 1
             window.grab().save(args.screenshot)
             app.quit()
 
@@ -102,7 +103,9 @@ def main(argv: list[str]) -> int:
         if args.run:
             QTimer.singleShot(200, window.start_run)
         elif args.screenshot:
-            QTimer.singleShot(500, shoot)
+            # Once the plan for the run is shown (or after 5 s, when there is none to show).
+            window.foresight.updated.connect(lambda _t: QTimer.singleShot(100, shoot))
+            QTimer.singleShot(5000, shoot)
 
     if args.open or args.profile:
         window.source_ready.connect(on_ready)

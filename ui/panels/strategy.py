@@ -68,9 +68,8 @@ class StrategyPanel(QGroupBox):
         cls = self.current()
         if cls is None:
             self.strategy_help.setText(
-                "<b>auto picks the strategy, batch size and workers</b> from the file's shape (format, row "
-                "width, mapping), the target's column types, the commit mode and error policy, and where the "
-                "server is; the plan below says which and why before the run, the log after it.")
+                "<b>auto picks the strategy, batch size and workers</b> from the file, the target and the "
+                "server; the plan below says which, and why.")
             self.batch_spin.setEnabled(False)
             self.workers_spin.setEnabled(False)
             return
