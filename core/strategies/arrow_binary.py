@@ -55,6 +55,11 @@ def _float8(s: pl.Series) -> pl.Series:
 
 
 def _bool(s: pl.Series) -> pl.Series:
+    # Most files spell booleans `true`/`false`: two comparisons; other spellings take the table.
+    fast = pl.select(pl.when(s == "true").then(True).when(s == "false").then(False)
+                     .otherwise(None).alias(s.name)).to_series()
+    if fast.null_count() == s.null_count():
+        return fast
     return s.str.strip_chars().str.to_lowercase().replace_strict(_BOOL, default=None, return_dtype=pl.Boolean)
 
 
