@@ -26,7 +26,7 @@ from typing import BinaryIO
 import polars as pl
 
 from core.sources.sqlbulk import first_bad, parse_values, rows_to_csv, split_rows
-from core.sources.sqlgather import gather
+from core.sources.sqlgather import Gathered, gather, gather_rows
 from core.sources.sqlscan import ScriptError, StatementScanner
 from core.sources.sqlstatements import CopyStmt, InsertStmt, InsertTarget, Row, classify
 
@@ -254,6 +254,7 @@ class _Parser:
         self.careful_left = self.careful_streak = 0
         self.ignored = 0
         self.carry: str | None = None  # the rest of a line after a statement's ';'
+        self.not_single: set[str] = set()  # heads whose statements are not all one row as pg_dump writes it
 
     # -- the main loop -------------------------------------------------------------------
 
@@ -317,7 +318,7 @@ class _Parser:
             data = f.read(size)
             at_eof = len(data) < size
             cut = len(data) if at_eof else data.rfind(b";\n") + 2
-            g = gather(data[:cut].decode(self.encoding), head, single_byte=self.single_byte) if cut > 1 else None
+            g = self._gather_block(data[:cut].decode(self.encoding), head, info) if cut > 1 else None
             if g is not None:
                 break
             if at_eof or size >= _FAST_LIMIT:  # no end found by parity: the careful way
@@ -329,8 +330,11 @@ class _Parser:
         bad_oc = (g.on_conflict != info.on_conflict).arg_true()
         n_ok = int(bad_oc[0]) if len(bad_oc) else n  # a change of ON CONFLICT: the careful way names the line
         want = self.want(target)
-        rows, per_body = split_rows(g.bodies.head(n_ok))
-        if n_ok and not (self.trusted and not want):
+        if g.checked:
+            rows, per_body = g.bodies, pl.Series("n", [1], dtype=pl.Int64).extend_constant(1, n - 1)
+        else:
+            rows, per_body = split_rows(g.bodies.head(n_ok))
+        if n_ok and not g.checked and not (self.trusted and not want):
             n_ok = first_bad(rows, per_body, info.width)
             if n_ok < len(per_body):
                 per_body = per_body.head(n_ok)
@@ -366,6 +370,16 @@ class _Parser:
             self.careful_streak = 0
         if len(self.acc.lines) >= self.rows_per_chunk:
             yield from self._take_rows()
+
+    def _gather_block(self, text: str, head: str, info: TableInfo) -> Gathered | None:
+        """The block's statements: one-row statements found and checked in one pass while that works."""
+        if not info.on_conflict and head not in self.not_single:
+            g = gather_rows(text, head, info.width, single_byte=self.single_byte)
+            if isinstance(g, Gathered):
+                return g
+            if not g:
+                self.not_single.add(head)  # rows-per-insert or odd values: quote parity from now on
+        return gather(text, head, single_byte=self.single_byte)
 
     # -- the careful way -------------------------------------------------------------------
 

@@ -228,3 +228,18 @@ def test_copy_block_without_its_end_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ScriptError) as err:
         list_tables(path)
     assert err.value.line == 2 and "not ended" in str(err.value)
+
+
+def test_one_row_statements_checked_in_one_pass_match_the_careful_path(tmp_path: Path) -> None:
+    """--inserts blocks are found and checked in one pass; strings holding ';\\n' or '), (' and a
+    cast half-way send the block the quote-parity way, and every row comes out the same."""
+    values = ["'a;\nb'", "'x''), (''y'", "NULL", "'2013-01-01 05:01:37+00'", "-1.5e3", "true", "''"]
+    fast = "".join(f"INSERT INTO public.t VALUES ({i}, {values[i % len(values)]});\n" for i in range(3000))
+    odd = fast.replace("VALUES (1500, ", "VALUES (1500::int, ")
+    slow = "".join(f"INSERT INTO public.t VALUES ( {i} , /* c */ {values[i % len(values)]} );\n" for i in range(3000))
+    want = _rows(_write(tmp_path, slow, "slow.sql"))
+    assert _rows(_write(tmp_path, fast, "fast.sql")) == want
+    assert _rows(_write(tmp_path, odd, "odd.sql")) == want
+    assert want[1] == ["1", "x'), ('y"] and want[0] == ["0", "a;\nb"] and want[2] == ["2", None]
+    lines = [ln for c in iter_script(_write(tmp_path, fast, "fast.sql")) for ln in c.lines]
+    assert lines[:3] == [1, 3, 4]
