@@ -41,6 +41,7 @@ from core.preview import (
     inspect_table,
     table_size,
 )
+from core.script_mapping import positional_maps
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from ui import dialogs
 from ui.compare_tab import CompareTab
@@ -386,7 +387,7 @@ class MainWindow(QMainWindow):
             if table:
                 self.mode_combo.setCurrentText(LoadMode.CREATE.value)
             return
-        # Onto an existing table: by name only (never by position); the rest shows as unmatched.
+        # Onto an existing table: by name only (never by position, but for a script's unnamed columns).
         ref, dsn = TableRef(table, self.schema_combo.currentText() or None), self.dsn()
 
         def look(*_a: Any) -> tuple[Any, TableSize | None]:
@@ -400,7 +401,10 @@ class MainWindow(QMainWindow):
             if cols is None:
                 self._set_mapping(self._new_table_maps(info), samples, info, None)
                 return
-            self._set_mapping(match_by_name(info.columns, cols), samples, info, [(c.name, c.type) for c in cols])
+            # A script's INSERTs without a column list fill the table's columns in order.
+            maps = (positional_maps(info.columns, cols) if info.script_tables else None) or match_by_name(
+                info.columns, cols)
+            self._set_mapping(maps, samples, info, [(c.name, c.type) for c in cols])
 
         self._mapping_pending = True
         self.background(look, on_columns, self._on_mapping_failed)

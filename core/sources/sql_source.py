@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import polars as pl
 
 from core.errors import ConfigError, SourceError
+from core.script_mapping import placeholder_names
 from core.sources.base import Batch, Source
 from core.sources.sqlscript_parser import (
     Chunk,
@@ -44,7 +45,7 @@ class SqlScriptSource(Source):
         first = self.selected[0]
         self.target: InsertTarget = first.target
         self.statements, self.rows = first.statements, first.rows
-        self._columns = list(first.target.columns or [f"column_{i + 1}" for i in range(max(first.width, 0))])
+        self._columns = list(first.target.columns or placeholder_names(max(first.width, 0)))
 
     def _errors(self) -> _ScriptErrors:
         return _ScriptErrors(str(self.path))
