@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from core import checkpoint as ck
 from core import mapping as mp
@@ -200,6 +201,7 @@ class StreamPlan:
     reject_limit_pct: float | None = None
     retry_backoff: tuple[float, ...] = ()
     truncate: TableRef | None = None  # emptied in the first chunk's commit (nothing committed yet)
+    options: str = ""  # each stream's session settings (libpq `options`), beside the DSN's own
     path: str = ""  # the file byte-range pieces are read from
     quote: bytes = b'"'
     delimiter: bytes = b","
@@ -219,7 +221,8 @@ class _Stream(threading.Thread):
             # In one run-long transaction per stream, a key repeated in two chunks makes one
             # stream wait on another's open transaction, which waits on us: a wait no server
             # sees as a deadlock. A lock timeout turns it into an error.
-            self.conn = connect(self.owner.plan.ctx.dsn, options=STREAM_LOCK_TIMEOUT if single else "")
+            ours = " ".join(o for o in (STREAM_LOCK_TIMEOUT if single else "", self.owner.plan.options) if o)
+            self.conn = connect(self.owner.plan.ctx.dsn, **_with_options(self.owner.plan.ctx.dsn, ours))
             self._unhook = self.owner.cancel.add_hook(self.conn.cancel_safe)
             if single:
                 self.conn.execute("SELECT 1")  # one transaction for the run: each chunk gets a savepoint
@@ -485,6 +488,17 @@ class ChunkStreams:
     def reject_text(self) -> tuple[str, int]:
         """This run's rejects in source order, and how many."""
         return "".join(t for _, t in sorted(self.rejects)), self.rejected
+
+
+def _with_options(dsn: str, ours: str) -> dict[str, Any]:
+    """connect()'s `options` keyword: ours added to any the DSN names (a keyword would replace them)."""
+    if not ours:
+        return {}
+    try:
+        given = conninfo_to_dict(dsn).get("options") or ""
+    except psycopg.ProgrammingError:
+        given = ""
+    return {"options": f"{given} {ours}".strip()}
 
 
 def _csv_lines(fields: list[tuple[Any, ...]]) -> str:

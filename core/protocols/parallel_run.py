@@ -94,8 +94,8 @@ def run_per_batch(
         truncate = ref if mode is LoadMode.TRUNCATE and not done else None
         d = getattr(plan.source, "dialect", None)
         splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
-                           spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate, str(plan.source.path),
-                           d.quote.encode() if d else b"", d.delimiter.encode() if d else b"")
+                           spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate, _session_options(job),
+                           str(plan.source.path), d.quote.encode() if d else b"", d.delimiter.encode() if d else b"")
         streams = ChunkStreams(splan, ctx.workers, job.cancel, job.on_log, lambda: None)
         streams.on_progress = progress(job, streams, base)
         if by_bytes and span is not None:
@@ -148,6 +148,20 @@ CHUNK_MIN, CHUNK_MAX = 4 << 20, 64 << 20
 CHUNKS_PER_STREAM = 4
 CHUNKS_PER_STREAM_DISTRIBUTED = 2
 DISTRIBUTED_CHUNK_MAX = 256 << 20
+
+
+# Citus keeps one connection per worker open after a transaction (max_cached_conns_per_worker
+# = 1) and a COPY into a distributed table opens up to max_adaptive_executor_pool_size (16)
+# per worker: without more cached, every chunk's transaction connected to the workers afresh
+# (measured: 4 chunks a stream took 7 s where 1 took 3.7 s; cached, 3.6 s and 3.1 s).
+CITUS_CACHED_CONNS = 16
+
+
+def _session_options(job: LoadJob) -> str:
+    info = job.target_info
+    if info is not None and info.distributed:
+        return f"-c citus.max_cached_conns_per_worker={CITUS_CACHED_CONNS}"
+    return ""
 
 
 def _data_span(plan: Plan) -> tuple[int, int] | None:

@@ -183,3 +183,10 @@ def test_read_records_slices_end_at_newlines_and_find_bare_quotes_in_any_slice(t
             list(chunked.read_records(fd, 0, path.stat().st_size, b",", b'"', slice_bytes=300))
     finally:
         os.close(fd)
+
+
+def test_stream_options_keep_the_dsns_own() -> None:
+    assert chunked._with_options("host=x", "") == {}
+    assert chunked._with_options("host=x options='-c search_path=s'", "-c a.b=1") == {
+        "options": "-c search_path=s -c a.b=1"}
+    assert chunked._with_options("postgresql://u@h/db", "-c a.b=1") == {"options": "-c a.b=1"}
