@@ -5,9 +5,12 @@
 Makes a flights-like table (text with quotes, commas and the odd newline, dates,
 timestamptz, numerics, NULLs) in the server, dumps it with the machine's `pg_dump
 --data-only` in each shape, then times whole commands, interleaved, median of
-`--repeat`: `python -m app load FILE` (no options) against `psql -1 -f FILE` into an
-emptied copy of the table. Every Sluice load is checked against the source table
-(EXCEPT ALL both ways).
+`--repeat`: `python -m app load FILE` (no options) against psql on the same file into an
+emptied copy of the table: `psql -f` for the plain COPY shape (the issue's bar for it),
+`psql -1 -f` for the INSERT shapes. Every Sluice load is checked against the source table
+(EXCEPT ALL both ways). Besides wall time, each command's own CPU (user+sys of the child
+process, from getrusage) is reported: on a shared machine it moves less than wall time.
+Sluice's modules are compiled to bytecode first, as an installed copy has them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -27,6 +31,7 @@ import psycopg
 from psycopg import sql
 
 DEFAULT_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
+ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "bench_flights_src"
 TARGET = "bench_flights"
 SHAPES = {
@@ -100,25 +105,33 @@ def _same(dsn: str) -> bool:
     return row is not None and row[0] == 0
 
 
-def time_sluice(dsn: str, path: Path) -> float:
-    _empty(dsn)
+def _timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Wall seconds and the child's user+sys CPU seconds of one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "app", "load", str(path), "--dsn", dsn], capture_output=True,
-                          text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done
+
+
+def time_sluice(dsn: str, path: Path) -> tuple[float, float]:
+    _empty(dsn)
+    wall, cpu, done = _timed([sys.executable, "-m", "app", "load", str(path), "--dsn", dsn])
     if done.returncode:
         raise SystemExit(f"{path.name}: python -m app load failed:\n{done.stderr[-2000:]}")
-    seconds = time.perf_counter() - t0
     if not _same(dsn):
         raise SystemExit(f"{path.name}: the table Sluice loaded differs from the source")
-    return seconds
+    return wall, cpu
 
 
-def time_psql(dsn: str, path: Path, one: bool) -> float:
+def time_psql(dsn: str, path: Path, one: bool) -> tuple[float, float]:
     _empty(dsn)
-    t0 = time.perf_counter()
-    subprocess.run(["psql", "-X", "-q", *(["-1"] if one else []), "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f",
-                    str(path)], check=True, capture_output=True)
-    return time.perf_counter() - t0
+    wall, cpu, done = _timed(["psql", "-X", "-q", *(["-1"] if one else []), "-v", "ON_ERROR_STOP=1", "-d", dsn,
+                              "-f", str(path)])
+    if done.returncode:
+        raise SystemExit(f"{path.name}: psql failed:\n{done.stderr[-2000:]}")
+    return wall, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,24 +146,34 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("pg_dump and psql are needed")
     folder = Path(a.folder)
     folder.mkdir(parents=True, exist_ok=True)
+    # Sluice's own modules as bytecode, as an installed copy has them: with PYTHONDONTWRITEBYTECODE
+    # set, every command would compile them again (about 0.1 s each).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "core"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
     make_table(a.dsn, a.rows)
     results: list[dict[str, Any]] = []
     for shape in a.shapes.split(","):
         path = dump(a.dsn, shape, folder)
-        runs: dict[str, list[float]] = {"sluice": [], "psql": []}
+        one = shape != "plain"  # the issue's bars: psql -f for plain COPY dumps, psql -1 -f for INSERTs
+        runs: dict[str, list[tuple[float, float]]] = {"sluice": [], "psql": []}
         for _ in range(a.repeat):  # interleaved: A B A B ...
+            runs["psql"].append(time_psql(a.dsn, path, one=one))
             runs["sluice"].append(time_sluice(a.dsn, path))
-            runs["psql"].append(time_psql(a.dsn, path, one=True))
-        s, q = statistics.median(runs["sluice"]), statistics.median(runs["psql"])
+        s, q = (statistics.median(w for w, _c in runs[k]) for k in ("sluice", "psql"))
+        s_cpu, q_cpu = (statistics.median(c for _w, c in runs[k]) for k in ("sluice", "psql"))
         row = {"shape": shape, "rows": a.rows, "mb": round(os.path.getsize(path) / 1e6, 1),
-               "sluice_s": round(s, 2), "psql_s": round(q, 2), "ratio": round(q / s, 1),
-               "sluice_runs": [round(x, 2) for x in runs["sluice"]], "psql_runs": [round(x, 2) for x in runs["psql"]]}
+               "psql": "psql -1 -f" if one else "psql -f",
+               "sluice_s": round(s, 2), "psql_s": round(q, 2), "ratio": round(q / s, 2),
+               "sluice_cpu_s": round(s_cpu, 2), "psql_cpu_s": round(q_cpu, 2),
+               "sluice_runs": [round(w, 2) for w, _c in runs["sluice"]],
+               "psql_runs": [round(w, 2) for w, _c in runs["psql"]]}
         results.append(row)
         print(json.dumps(row), flush=True)
-    print("| shape | rows | MB | sluice load (s) | psql -1 -f (s) | speed-up |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| shape | rows | MB | sluice load (s) | psql (s) | speed-up | CPU of the command: sluice / psql (s) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for r in results:
-        print(f"| {r['shape']} | {r['rows']:,} | {r['mb']} | {r['sluice_s']} | {r['psql_s']} | {r['ratio']}x |")
+        print(f"| {r['shape']} | {r['rows']:,} | {r['mb']} | {r['sluice_s']} | {r['psql_s']} ({r['psql']}) | "
+              f"{r['ratio']}x | {r['sluice_cpu_s']} / {r['psql_cpu_s']} |")
     return 0
 
 
