@@ -315,6 +315,7 @@ class _Stream(threading.Thread):
                 with cur.copy(plan.raw_copy) as cp:
                     for part in read_records(self._fd, piece.lo, piece.hi, plan.delimiter, plan.quote):
                         cp.write(part)
+                        self.owner.bytes_sent += len(part)  # for progress only: streams may race on it
                 return cur.rowcount, "", 0
         if piece.data is not None:
             assert plan.raw_copy is not None
@@ -360,6 +361,7 @@ class ChunkStreams:
         self.lock = threading.Lock()
         self.error: tuple[BaseException, Piece | None] | None = None
         self.rows_done = self.loaded = self.rejected = self.bytes_end = 0
+        self.bytes_sent = 0  # byte-range pieces: file bytes written to COPY so far (committed or not)
         self.pieces_done = 0
         self.rejects: list[tuple[int, str]] = []  # (lo, lines) for the reject file
         self.streams = [_Stream(self, i) for i in range(max(1, workers))]
@@ -526,12 +528,17 @@ def frame_of(source: Source, maps: list[Any], lo: int, hi: int) -> pl.DataFrame 
     return None
 
 
-def progress(job: LoadJob, streams: ChunkStreams, base: tuple[int, int, int]) -> Callable[[], None]:
+def progress(job: LoadJob, streams: ChunkStreams, base: tuple[int, int, int],
+             bytes_base: int | None = None) -> Callable[[], None]:
+    """The job's counters from the streams'; with `bytes_base` (the bytes an earlier run committed
+    and the header), bytes sent move the progress on between large chunks' commits."""
     def emit() -> None:
         job.rows_read = base[0] + streams.rows_done
         job.rows_loaded = base[1] + streams.loaded
         job.rows_rejected = base[2] + streams.rejected
-        job.bytes_read = max(job.bytes_read, streams.bytes_end)
+        sent = bytes_base + streams.bytes_sent if bytes_base is not None else 0
+        sent = min(sent, job.bytes_total) if job.bytes_total else sent  # a retried chunk is sent twice
+        job.bytes_read = max(job.bytes_read, streams.bytes_end if bytes_base is None else 0, sent)
         job._emit(Phase.LOADING)
 
     return emit

@@ -97,7 +97,8 @@ def run_per_batch(
                            spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate, _session_options(job),
                            str(plan.source.path), d.quote.encode() if d else b"", d.delimiter.encode() if d else b"")
         streams = ChunkStreams(splan, ctx.workers, job.cancel, job.on_log, lambda: None)
-        streams.on_progress = progress(job, streams, base)
+        bytes_base = span[0] + sum(c.hi - c.lo for c in done) if by_bytes and span is not None else None
+        streams.on_progress = progress(job, streams, base, bytes_base)
         if by_bytes and span is not None:
             pieces = byte_pieces(_cuts(plan, span, ctx.workers, job.target_info), ranges)
         elif raw:

@@ -190,3 +190,29 @@ def test_stream_options_keep_the_dsns_own() -> None:
     assert chunked._with_options("host=x options='-c search_path=s'", "-c a.b=1") == {
         "options": "-c search_path=s -c a.b=1"}
     assert chunked._with_options("postgresql://u@h/db", "-c a.b=1") == {"options": "-c a.b=1"}
+
+
+def test_progress_moves_with_the_bytes_sent_before_a_large_chunk_commits(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    path = _csv(tmp_path / "prog.csv", 4_000)
+    table = table_name("prog")
+    _make(conn, table)
+    monkeypatch.setattr("core.job.PROGRESS_EVERY_S", 0)
+    real = chunked.read_records
+
+    def slow(*a: Any, **k: Any) -> Any:
+        for part in real(*a, **{**k, "slice_bytes": 4096}):
+            time.sleep(0.02)  # a slow server: slices go out well before the chunk commits
+            yield part
+
+    monkeypatch.setattr(chunked, "read_records", slow)
+    seen: list[tuple[int, int]] = []
+    result = LoadJob(_spec(path, table, dsn, workers=2, commit=CommitMode.PER_BATCH),
+                     on_progress=lambda p: seen.append((p.rows_read, p.bytes_read))).run()
+    assert result.rows_loaded == 4_000
+    assert any(rows == 0 and 0 < read < path.stat().st_size for rows, read in seen)
+    assert max(read for _, read in seen) <= path.stat().st_size
