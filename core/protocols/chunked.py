@@ -38,7 +38,7 @@ from core.errors import Cancelled, ConnectError, LoadFailed, ResumableStop, Slui
 from core.events import Phase
 from core.rejects import bad_record_fields, isolate, reject_fields
 from core.sources.base import BadRecord, Source
-from core.sources.csv_records import EndsInQuote, has_bare_quote_here
+from core.sources.csv_records import BareQuoteIn, EndsInQuote
 from core.stages import Prefetch
 from core.strategies.base import WriteContext
 
@@ -72,10 +72,6 @@ STREAM_LOCK_TIMEOUT = "-c lock_timeout=5s"  # see _Stream.connect
 
 class Reparse(Exception):
     """The file's own bytes cannot go to COPY here; load the rest through the parser."""
-
-
-class BareQuote(Exception):
-    """A byte range holds a quote that COPY and the parser would read differently."""
 
 
 class ChunkFailed(Exception):
@@ -138,20 +134,18 @@ def byte_pieces(cuts: Iterator[int], done: Ranges) -> Iterator[Piece]:
             for lo, hi in done.gaps(prev, cut):
                 yield Piece(lo, hi, hi, by_bytes=True)
             prev = cut
-    except EndsInQuote as why:
+    except (EndsInQuote, BareQuoteIn) as why:
         raise Reparse(str(why)) from None
 
 
 SLICE_BYTES = 8 << 20  # a stream holds this much of its chunk at a time, however large the chunk
 
 
-def read_records(fd: int, lo: int, hi: int, delimiter: bytes, quote: bytes,
-                 slice_bytes: int = SLICE_BYTES) -> Iterator[memoryview]:
+def read_records(fd: int, lo: int, hi: int, slice_bytes: int = SLICE_BYTES) -> Iterator[memoryview]:
     """File bytes lo .. hi - 1 (whole records) in slices ending at a newline, for one COPY.
 
-    A newline has no class a quote's neighbour could be confused with, so each slice is checked
-    for bare quotes on its own with the same answer as the whole range; BareQuote when one holds
-    a quote COPY would read differently (the COPY is then abandoned, its transaction undone).
+    The reader that cut the range checked it for bare quotes (csv_records.record_cuts), so the
+    stream only reads and sends: one pread per slice, no per-byte Python work.
     """
     at = lo
     while at < hi:
@@ -164,10 +158,7 @@ def read_records(fd: int, lo: int, hi: int, delimiter: bytes, quote: bytes,
             if end:
                 break
             want = min(2 * want, hi - at)  # one record longer than a slice: take more
-        view = memoryview(data)[:end]
-        if quote and has_bare_quote_here(view, delimiter, quote):
-            raise BareQuote("a quote inside an unquoted field, which COPY would read differently")
-        yield view
+        yield memoryview(data)[:end]
         at += end
 
 
@@ -203,8 +194,6 @@ class StreamPlan:
     truncate: TableRef | None = None  # emptied in the first chunk's commit (nothing committed yet)
     options: str = ""  # each stream's session settings (libpq `options`), beside the DSN's own
     path: str = ""  # the file byte-range pieces are read from
-    quote: bytes = b'"'
-    delimiter: bytes = b","
 
 
 class _Stream(threading.Thread):
@@ -313,7 +302,7 @@ class _Stream(threading.Thread):
                 self._fd = os.open(plan.path, os.O_RDONLY)
             with conn.cursor() as cur:
                 with cur.copy(plan.raw_copy) as cp:
-                    for part in read_records(self._fd, piece.lo, piece.hi, plan.delimiter, plan.quote):
+                    for part in read_records(self._fd, piece.lo, piece.hi):
                         cp.write(part)
                         self.owner.bytes_sent += len(part)  # for progress only: streams may race on it
                 return cur.rowcount, "", 0
@@ -452,8 +441,6 @@ class ChunkStreams:
         error, piece = self.error
         if self.cancel.cancelled or isinstance(error, psycopg.errors.QueryCanceled):
             raise Cancelled() from None
-        if isinstance(error, BareQuote):
-            raise Reparse(str(error))
         if isinstance(error, Reparse):  # the reader's: the file's bytes cannot go as they are
             raise error
         if isinstance(error, psycopg.errors.BadCopyFileFormat) and piece is not None and (

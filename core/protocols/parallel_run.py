@@ -92,10 +92,9 @@ def run_per_batch(
                 sum(c.rows_loaded for c in done), sum(c.rows_rejected for c in done))
         ranges = Ranges([(c.lo, c.hi) for c in done])
         truncate = ref if mode is LoadMode.TRUNCATE and not done else None
-        d = getattr(plan.source, "dialect", None)
         splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
                            spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate, _session_options(job),
-                           str(plan.source.path), d.quote.encode() if d else b"", d.delimiter.encode() if d else b"")
+                           str(plan.source.path))
         streams = ChunkStreams(splan, ctx.workers, job.cancel, job.on_log, lambda: None)
         bytes_base = span[0] + sum(c.hi - c.lo for c in done) if by_bytes and span is not None else None
         streams.on_progress = progress(job, streams, base, bytes_base)
@@ -154,7 +153,7 @@ DISTRIBUTED_CHUNK_MAX = 256 << 20
 # Citus keeps one connection per worker open after a transaction (max_cached_conns_per_worker
 # = 1) and a COPY into a distributed table opens up to max_adaptive_executor_pool_size (16)
 # per worker: without more cached, every chunk's transaction connected to the workers afresh
-# (measured: 4 chunks a stream took 7 s where 1 took 3.7 s; cached, 3.6 s and 3.1 s).
+# (measured, 4 streams: 4 chunks a stream took 6.5-7.7 s, 1 took 3.5-4.0; cached, 4.2 and 3.1).
 CITUS_CACHED_CONNS = 16
 
 
@@ -192,10 +191,10 @@ def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any) -> Iterato
     per, top = ((CHUNKS_PER_STREAM_DISTRIBUTED, DISTRIBUTED_CHUNK_MAX) if info is not None and info.distributed
                 else (CHUNKS_PER_STREAM, CHUNK_MAX))
     every = min(top, max(CHUNK_MIN, (end - start) // (max(1, workers) * per) + 1))
-    quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+    d = plan.source.dialect  # type: ignore[attr-defined]
     fd = os.open(str(plan.source.path), os.O_RDONLY)
-    try:
-        yield from record_cuts(fd, start, end, quote, every)
+    try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
+        yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode())
     finally:
         os.close(fd)
 
@@ -206,7 +205,9 @@ def _as_rows(ctl: psycopg.Connection[Any], plan: Plan, ref: Any, key: str, done:
     from core.protocols.common import count_records
 
     span = _data_span(plan)
-    assert span is not None
+    if span is None:
+        raise LoadFailed("the earlier run loaded the file's bytes as they are, which this run's source options "
+                         "do not allow; run again with the same options, or with --restart")
     quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
     rows: list[tuple[int, int, int]] = []
     row = 0

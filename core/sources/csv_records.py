@@ -205,15 +205,22 @@ class EndsInQuote(ValueError):
     """The bytes end inside a quoted field."""
 
 
+class BareQuoteIn(ValueError):
+    """A chunk holds a quote that COPY and the parser would read differently (has_bare_quote)."""
+
+
 def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
-                longest: int = 64 << 20) -> Iterator[int]:
+                longest: int = 64 << 20, delimiter: bytes = b"") -> Iterator[int]:
     """Record boundaries of the file bytes start .. end - 1 (both ends are boundaries), about
     `every` bytes apart: start, then each cut as it is found, then end.
 
     Each step reads `every` bytes from the last cut (a record boundary, so quote parity
     starts even) and keeps up to its last newline outside quotes (record_cut): one read and
     C-speed counting per byte, nothing per record. Raises EndsInQuote when the last
-    record never closes its quote, ValueError when one record is longer than `longest`.
+    record never closes its quote, ValueError when one record is longer than `longest`, and
+    with a `delimiter`, BareQuoteIn before yielding the end of a chunk holding a bare quote:
+    every cut yielded so far then lies before the first such quote, where COPY's records and
+    the parser's are the same.
     """
     import os
 
@@ -226,6 +233,8 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
             if at + len(buf) >= end:
                 if quote and buf.count(quote) % 2:
                     raise EndsInQuote("the last record ends inside a quoted field")
+                if delimiter and has_bare_quote_here(buf, delimiter, quote):
+                    raise BareQuoteIn("a quote inside an unquoted field, which COPY would read differently")
                 yield end
                 return
             cut = record_cut(buf, quote)
@@ -234,6 +243,8 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
             if want > longest:
                 raise ValueError(f"a record longer than {longest >> 20} MB")
             want *= 2
+        if delimiter and has_bare_quote_here(memoryview(buf)[:cut], delimiter, quote):
+            raise BareQuoteIn("a quote inside an unquoted field, which COPY would read differently")
         at += cut
         yield at
 

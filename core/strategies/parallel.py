@@ -66,15 +66,11 @@ class _Worker(threading.Thread):
                 os.close(self._fd)
 
     def _read(self, span: _Span) -> Iterator[memoryview]:
-        from core.protocols.chunked import BareQuote, read_records
-        from core.protocols.common import _ParseInstead
+        from core.protocols.chunked import read_records
 
         if self._fd < 0:
             self._fd = os.open(self.owner.path, os.O_RDONLY)
-        try:
-            yield from read_records(self._fd, span[0], span[1], self.owner.delimiter, self.owner.quote)
-        except BareQuote as why:
-            raise _ParseInstead(str(why)) from None
+        yield from read_records(self._fd, span[0], span[1])  # feed_raw's reader checked the quotes
 
     def _failed(self, error: BaseException, stopped: bool) -> None:
         self.error = error
@@ -180,7 +176,6 @@ class ParallelCopy(Strategy):
         return frame.height
 
     path = ""  # feed_raw: the file the workers read
-    quote = delimiter = b""
 
     def feed_raw(self, job: LoadJob, plan: Plan) -> None:
         """The file's own bytes with no reader in between: each worker reads whole-record byte
@@ -195,8 +190,7 @@ class ParallelCopy(Strategy):
         if span is None:
             job._stream_raw(self, plan)
             return
-        d = plan.source.dialect  # type: ignore[attr-defined]
-        self.path, self.quote, self.delimiter = str(plan.source.path), d.quote.encode(), d.delimiter.encode()
+        self.path = str(plan.source.path)
         try:
             for piece in byte_pieces(pr._cuts(plan, span, len(self.workers), job.target_info), Ranges([])):
                 self._put_item(_Span((piece.lo, piece.hi)))

@@ -19,7 +19,7 @@ from core.db import TableRef
 from core.job import LoadJob
 from core.protocols import chunked
 from core.protocols.common import count_records
-from core.sources.csv_records import EndsInQuote, record_cuts
+from core.sources.csv_records import BareQuoteIn, EndsInQuote, record_cuts
 from core.spec import CommitMode, LoadMode
 from tests.core.test_interruptions import _csv, _digest, _make, _reference
 from tests.core.test_parallel_protocols import _spec
@@ -89,13 +89,18 @@ def test_per_batch_byte_ranges_with_quoted_newlines_load_exactly(
     assert _digest(conn, table) == _reference(dsn, conn, table_name, path)
 
 
+@pytest.mark.parametrize("where", ["end", "middle"])
 def test_a_bare_quote_after_committed_ranges_goes_on_through_the_parser_booking_rows(
-    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    where: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
     small_ranges: None, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path = _csv(tmp_path / "bare.csv", 6_000)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write('6001,name 6001 37.8"N,1.00,2024-01-01\n')  # a bare quote in the last range
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    # Two bare quotes a line apart: COPY's reading would join the lines into one record, so
+    # ranges after them must not be booked by COPY's count before the parser takes over.
+    odd = ['6001,name 6001 37.8"N,1.00,2024-01-01\n', '6002,x"y,2.00,2024-01-02\n']
+    at = len(lines) if where == "end" else len(lines) // 2
+    path.write_text("".join(lines[:at] + odd + lines[at:]), encoding="utf-8")
     table = table_name("bare")
     _make(conn, table)
     relabelled: list[int] = []
@@ -110,7 +115,7 @@ def test_a_bare_quote_after_committed_ranges_goes_on_through_the_parser_booking_
     result = LoadJob(_spec(path, table, dsn, workers=2, commit=CommitMode.PER_BATCH), on_log=logs.append).run()
     assert any("through the parser" in m for m in logs)
     assert relabelled and relabelled[0] > 0  # byte ranges committed before the fallback became row ranges
-    assert (result.rows_read, result.rows_loaded) == (6_001, 6_001)
+    assert (result.rows_read, result.rows_loaded) == (6_002, 6_002)
     assert _digest(conn, table) == _reference(dsn, conn, table_name, path)
     assert ck.done_chunks(conn, TableRef(table), ck.load_key(path, TableRef(table))) == []  # finished
 
@@ -164,25 +169,33 @@ def test_the_streams_bare_quote_check_answers_as_the_sources(delimiter: bytes, q
         assert has_bare_quote_here(data, delimiter, quote) == has_bare_quote(data, delimiter, quote), data
 
 
-def test_read_records_slices_end_at_newlines_and_find_bare_quotes_in_any_slice(tmp_path: Path) -> None:
+def test_read_records_slices_end_at_newlines(tmp_path: Path) -> None:
     path = _quoted_newlines(tmp_path / "s.csv", 500)
     data = path.read_bytes()
     fd = os.open(path, os.O_RDONLY)
     try:
-        parts = [bytes(p) for p in chunked.read_records(fd, 0, len(data), b",", b'"', slice_bytes=300)]
+        parts = [bytes(p) for p in chunked.read_records(fd, 0, len(data), slice_bytes=300)]
         assert b"".join(parts) == data and len(parts) > 20
         assert all(p.endswith(b"\n") for p in parts)
-        one = [bytes(p) for p in chunked.read_records(fd, 0, len(data), b",", b'"', slice_bytes=4)]
+        one = [bytes(p) for p in chunked.read_records(fd, 0, len(data), slice_bytes=4)]
         assert b"".join(one) == data  # a slice smaller than a line grows to the next newline
     finally:
         os.close(fd)
+
+
+def test_record_cuts_stop_before_the_chunk_holding_a_bare_quote(tmp_path: Path) -> None:
+    path = _quoted_newlines(tmp_path / "b.csv", 500)
+    data = path.read_bytes()
+    bad_at = len(data)
     path.write_bytes(data + b'501,"x",37.8"N,2024-01-01\n' + data[data.index(b"\n") + 1:])
     fd = os.open(path, os.O_RDONLY)
+    got: list[int] = []
     try:
-        with pytest.raises(chunked.BareQuote):
-            list(chunked.read_records(fd, 0, path.stat().st_size, b",", b'"', slice_bytes=300))
+        with pytest.raises(BareQuoteIn):
+            got.extend(record_cuts(fd, 0, path.stat().st_size, b'"', 1000, delimiter=b","))
     finally:
         os.close(fd)
+    assert got and max(got) <= bad_at  # every range handed out ends before the bare quote
 
 
 def test_stream_options_keep_the_dsns_own() -> None:
