@@ -67,17 +67,10 @@ def split_rows(bodies: pl.Series) -> tuple[pl.Series, pl.Series]:
     return rows, per_body
 
 
-def check_rows(rows: pl.Series, width: int, *, lead: bool = False) -> pl.Series:
-    """True for each `(...)` that is a row of `width` values exactly as pg_dump writes them.
-
-    With `lead`, spaces, tabs and newlines may come before the `(` (the text right after VALUES).
-    """
-    pattern = rf"^{_LEAD if lead else ''}\({_VALUE}(?:, ?{_VALUE}){{{width - 1}}}\)$"
+def check_rows(rows: pl.Series, width: int) -> pl.Series:
+    """True for each `(...)` that is a row of `width` values exactly as pg_dump writes them."""
+    pattern = rf"^\({_VALUE}(?:, ?{_VALUE}){{{width - 1}}}\)$"
     return pl.concat(_in_halves(lambda r: r.str.contains(pattern), rows))
-
-
-_LEAD = "[ \t\r\n]*"
-LEAD_CHARS = " \t\r\n"  # what _LEAD lets through, for strip_chars_start
 
 
 def first_bad(rows: pl.Series, per_body: pl.Series, width: int) -> int:

@@ -61,33 +61,34 @@ def gather(text: str, head: str, *, single_byte: bool) -> Gathered | None:
 def gather_rows(text: str, head: str, width: int, *, single_byte: bool) -> Gathered | bool:
     """pg_dump's --inserts and --column-inserts: a block of one-row statements, found and checked in one pass.
 
-    The statements up to the last ";\\n", as long as they start with `head`, must each be
-    exactly one row as pg_dump writes it (sqlbulk's Rust-regex check, which also proves the
-    quotes balanced: a ";\\n" inside a string leaves two pieces that fail it). Their bodies,
-    the rows `(...)`, come back already checked. Otherwise True when nothing here starts
-    with `head` (other statements come next), False when the shape did not hold; the caller
-    then gathers the block by quote parity (gather), which takes every other shape.
+    The statements up to the last ";\\n", as long as they start with `head` and one space,
+    must each be exactly one row as pg_dump writes it (sqlbulk's Rust-regex check, which also
+    proves the quotes balanced: a ";\\n" inside a string leaves two pieces that fail it).
+    Their bodies, the rows `(...)`, come back already checked. Otherwise True when a
+    statement with another head comes before any of these, False when the first statement
+    does not have this shape; the caller then gathers the block by quote parity (gather),
+    which takes every other shape.
     """
-    from core.sources.sqlbulk import LEAD_CHARS, check_rows
+    from core.sources.sqlbulk import check_rows
 
     parts = text.split(END)
     parts.pop()
     s = pl.Series("s", parts, dtype=pl.String)
-    other = (~s.str.starts_with(head)).arg_true()
+    lead = head + " ("  # pg_dump's "VALUES (": the body is the row itself, nothing to strip
+    other = (~s.str.starts_with(lead)).arg_true()
     if len(other):
+        if int(other[0]) == 0:
+            return not s.str.starts_with(head).head(1).all()
         s = s.head(int(other[0]))
-    if not len(s):
-        return True
-    body = s.str.slice(len(head))
-    if not check_rows(body, width, lead=True).all():
+    body = s.str.slice(len(lead) - 1)
+    if not check_rows(body, width).all():
         return False
     size = (s.str.len_chars() if single_byte else s.str.len_bytes()).cast(pl.Int64) + len(END)
     end = size.cum_sum()
     newlines = s.str.count_matches("\n", literal=True).cast(pl.Int64) + 1
     first_line = newlines.cum_sum() - newlines
     oc = pl.Series("oc", [False], dtype=pl.Boolean).extend_constant(False, len(s) - 1)
-    return Gathered(body.str.strip_chars_start(LEAD_CHARS), oc, first_line, end - size, end, int(newlines.sum()),
-                    checked=True)
+    return Gathered(body, oc, first_line, end - size, end, int(newlines.sum()), checked=True)
 
 
 def _merge_open_quotes(parts: list[str], odd: list[bool]) -> list[str]:
