@@ -99,7 +99,7 @@ def run_per_batch(
         bytes_base = span[0] + sum(c.hi - c.lo for c in done) if by_bytes and span is not None else None
         streams.on_progress = progress(job, streams, base, bytes_base)
         if by_bytes and span is not None:
-            pieces = byte_pieces(_cuts(plan, span, ctx.workers, job.target_info), ranges)
+            pieces = byte_pieces(_cuts(plan, span, ctx.workers, job.target_info, truncate is not None), ranges)
         elif raw:
             pieces = raw_pieces(plan.source, ranges, _record_counter(plan))
         else:
@@ -148,6 +148,7 @@ CHUNK_MIN, CHUNK_MAX = 4 << 20, 64 << 20
 CHUNKS_PER_STREAM = 4
 CHUNKS_PER_STREAM_DISTRIBUTED = 2
 DISTRIBUTED_CHUNK_MAX = 256 << 20
+FIRST_ALONE_BYTES = 1 << 20
 
 
 # Citus keeps one connection per worker open after a transaction (max_cached_conns_per_worker
@@ -185,8 +186,9 @@ def _data_span(plan: Plan) -> tuple[int, int] | None:
     return start, size
 
 
-def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any) -> Iterator[int]:
-    """Chunk boundaries, found as the streams go (see csv_records.record_cuts)."""
+def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alone: bool = False) -> Iterator[int]:
+    """Chunk boundaries, found as the streams go (see csv_records.record_cuts). A first chunk
+    that commits alone (with truncate's TRUNCATE) is small: the other streams wait for it."""
     start, end = span
     per, top = ((CHUNKS_PER_STREAM_DISTRIBUTED, DISTRIBUTED_CHUNK_MAX) if info is not None and info.distributed
                 else (CHUNKS_PER_STREAM, CHUNK_MAX))
@@ -194,7 +196,8 @@ def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any) -> Iterato
     d = plan.source.dialect  # type: ignore[attr-defined]
     fd = os.open(str(plan.source.path), os.O_RDONLY)
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
-        yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode())
+        yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
+                               first=min(every, FIRST_ALONE_BYTES) if first_alone else 0)
     finally:
         os.close(fd)
 

@@ -210,9 +210,10 @@ class BareQuoteIn(ValueError):
 
 
 def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
-                longest: int = 64 << 20, delimiter: bytes = b"") -> Iterator[int]:
+                longest: int = 64 << 20, delimiter: bytes = b"", first: int = 0) -> Iterator[int]:
     """Record boundaries of the file bytes start .. end - 1 (both ends are boundaries), about
-    `every` bytes apart: start, then each cut as it is found, then end.
+    `every` bytes apart (the first one `first` bytes in, when given): start, then each cut as
+    it is found, then end.
 
     Each step reads `every` bytes from the last cut (a record boundary, so quote parity
     starts even) and keeps up to its last newline outside quotes (record_cut): one read and
@@ -227,7 +228,7 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
     yield start
     at = start
     while at < end:
-        want = every
+        want = first if first and at == start else every
         while True:
             buf = os.pread(fd, min(want, end - at), at)
             if at + len(buf) >= end:

@@ -229,3 +229,31 @@ def test_progress_moves_with_the_bytes_sent_before_a_large_chunk_commits(
     assert result.rows_loaded == 4_000
     assert any(rows == 0 and 0 < read < path.stat().st_size for rows, read in seen)
     assert max(read for _, read in seen) <= path.stat().st_size
+
+
+def test_per_batch_truncate_commits_a_small_first_range_alone_then_the_rest(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from psycopg import sql
+
+    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MIN", 64 << 10)
+    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MAX", 64 << 10)
+    monkeypatch.setattr("core.protocols.parallel_run.FIRST_ALONE_BYTES", 4096)
+    path = _csv(tmp_path / "tr.csv", 5_000)
+    table = table_name("tr")
+    _make(conn, table)
+    conn.execute(sql.SQL("INSERT INTO {} (id) VALUES (-1), (-2)").format(sql.Identifier(table)))
+    sizes: list[int] = []
+    real = chunked._Stream._send
+
+    def send(self: Any, c: Any, piece: chunked.Piece) -> Any:
+        sizes.append(piece.hi - piece.lo)
+        return real(self, c, piece)
+
+    monkeypatch.setattr(chunked._Stream, "_send", send)
+    result = LoadJob(_spec(path, table, dsn, workers=2, commit=CommitMode.PER_BATCH,
+                           mode=LoadMode.TRUNCATE)).run()
+    assert result.rows_loaded == 5_000
+    assert sizes[0] <= 4096 < max(sizes)  # the range that commits alone is the small one
+    assert _digest(conn, table) == _reference(dsn, conn, table_name, path)  # the old rows are gone
