@@ -58,22 +58,21 @@ def gather(text: str, head: str, *, single_byte: bool) -> Gathered | None:
     return Gathered(body, oc, first_line, end - size, end, int(newlines.sum()))
 
 
-def gather_rows(text: str, head: str, width: int, *, single_byte: bool) -> Gathered | bool:
+def gather_rows(s: pl.Series, head: str, width: int, *, single_byte: bool) -> Gathered | bool:
     """pg_dump's --inserts and --column-inserts: a block of one-row statements, found and checked in one pass.
 
-    The statements up to the last ";\\n", as long as they start with `head` and one space,
-    must each be exactly one row as pg_dump writes it (sqlbulk's Rust-regex check, which also
-    proves the quotes balanced: a ";\\n" inside a string leaves two pieces that fail it).
-    Their bodies, the rows `(...)`, come back already checked. Otherwise True when a
-    statement with another head comes before any of these, False when the first statement
-    does not have this shape; the caller then gathers the block by quote parity (gather),
-    which takes every other shape.
+    `s` is a block's text split at ";\\n" (what followed the last one dropped). Its statements,
+    as long as they start with `head` and one space, must each be exactly one row as pg_dump
+    writes it (sqlbulk's Rust-regex check, which also proves the quotes balanced: a ";\\n"
+    inside a string leaves two pieces that fail it). Their bodies, the rows `(...)`, come
+    back already checked. Otherwise True when there is no such statement to take here (none,
+    or another head first), False when the first statement does not have this shape; the
+    caller then gathers the block by quote parity (gather), which takes every other shape.
     """
     from core.sources.sqlbulk import check_rows
 
-    parts = text.split(END)
-    parts.pop()
-    s = pl.Series("s", parts, dtype=pl.String)
+    if not len(s):
+        return True
     lead = head + " ("  # pg_dump's "VALUES (": the body is the row itself, nothing to strip
     other = (~s.str.starts_with(lead)).arg_true()
     if len(other):

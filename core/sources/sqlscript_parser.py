@@ -26,7 +26,7 @@ from typing import BinaryIO
 import polars as pl
 
 from core.sources.sqlbulk import first_bad, parse_values, rows_to_csv, split_rows
-from core.sources.sqlgather import Gathered, gather, gather_rows
+from core.sources.sqlgather import END, Gathered, gather, gather_rows
 from core.sources.sqlscan import ScriptError, StatementScanner
 from core.sources.sqlstatements import CopyStmt, InsertStmt, InsertTarget, Row, classify
 
@@ -204,6 +204,57 @@ class _Reader:
 
 
 @dataclass
+class _Block:
+    """Bytes of the file read for the bulk path, cut after their last ';\\n'."""
+
+    length: int  # bytes read (fewer than asked: the end of the file)
+    cut: int  # bytes up to and including the last ";\n" (all of them at the end of the file)
+    text: str | None  # those bytes decoded; None when no ";\n" was found
+    parts: pl.Series | None = None  # the text split at ";\n" (what follows the last dropped)
+
+    def statements(self) -> pl.Series:
+        if self.parts is None:
+            assert self.text is not None
+            pieces = self.text.split(END)
+            pieces.pop()  # what follows the last ";\n": not a whole statement
+            self.parts = pl.Series("s", pieces, dtype=pl.String)
+        return self.parts
+
+
+def _read_block(fd: int, start: int, size: int, encoding: str, split: bool) -> _Block:
+    data = os.pread(fd, size, start)  # no shared file position: a helper thread may read ahead
+    cut = len(data) if len(data) < size else data.rfind(b";\n") + 2
+    if cut <= 1:
+        return _Block(len(data), cut, None)
+    blk = _Block(len(data), cut, str(memoryview(data)[:cut], encoding))
+    if split:
+        blk.statements()
+    return blk
+
+
+class _Ahead:
+    """One block read, decoded and split on a helper thread; always joined by take()."""
+
+    def __init__(self, fd: int, start: int, size: int, encoding: str, split: bool) -> None:
+        self.key = (start, size)
+        self.result: _Block | BaseException | None = None
+        self.thread = threading.Thread(target=self._read, args=(fd, start, size, encoding, split),
+                                       name="sluice-sql-ahead", daemon=True)
+        self.thread.start()
+
+    def _read(self, fd: int, start: int, size: int, encoding: str, split: bool) -> None:
+        try:
+            self.result = _read_block(fd, start, size, encoding, split)
+        except BaseException as exc:  # noqa: BLE001 - the main thread reads the block again and raises
+            self.result = exc
+
+    def take(self, start: int, size: int) -> _Block | None:
+        self.thread.join()
+        ok = self.key == (start, size) and isinstance(self.result, _Block)
+        return self.result if ok and isinstance(self.result, _Block) else None
+
+
+@dataclass
 class _Rows:
     """Rows gathered for the next ParsedChunk of the current table."""
 
@@ -255,6 +306,7 @@ class _Parser:
         self.ignored = 0
         self.carry: str | None = None  # the rest of a line after a statement's ';'
         self.not_single: set[str] = set()  # heads whose statements are not all one row as pg_dump writes it
+        self.ahead: _Ahead | None = None  # the next block, being read on a helper thread
 
     # -- the main loop -------------------------------------------------------------------
 
@@ -262,6 +314,7 @@ class _Parser:
         try:
             yield from self._run()
         finally:
+            self._claim(-1, 0)  # a block read ahead and not used: its thread is joined
             self.r.f.close()
 
     def _run(self) -> Iterator[Chunk]:
@@ -312,13 +365,17 @@ class _Parser:
         """Statements from `start` on with this head: found by quote parity, checked and parsed in bulk."""
         target = self.heads[head]
         info = self.tables[target.key]
-        f, size = self.r.f, self.block
+        size = self.block
         while True:
-            f.seek(start)
-            data = f.read(size)
-            at_eof = len(data) < size
-            cut = len(data) if at_eof else data.rfind(b";\n") + 2
-            g = self._gather_block(data[:cut].decode(self.encoding), head, info) if cut > 1 else None
+            lane = self._one_pass(head, info)
+            blk = self._claim(start, size) or _read_block(self.r.f.fileno(), start, size, self.encoding, lane)
+            at_eof = blk.length < size
+            if blk.text is not None and not at_eof:
+                # The next block most likely starts where this one was cut: read and split it
+                # on a helper thread while this one is checked (polars lets go of the GIL).
+                self.ahead = _Ahead(self.r.f.fileno(), start + blk.cut, min(self.block * 2, _MAX_BLOCK),
+                                    self.encoding, lane)
+            g = self._gather_block(blk, head, info) if blk.text is not None else None
             if g is not None:
                 break
             if at_eof or size >= _FAST_LIMIT:  # no end found by parity: the careful way
@@ -371,15 +428,25 @@ class _Parser:
         if len(self.acc.lines) >= self.rows_per_chunk:
             yield from self._take_rows()
 
-    def _gather_block(self, text: str, head: str, info: TableInfo) -> Gathered | None:
+    def _one_pass(self, head: str, info: TableInfo) -> bool:
+        """Are this head's statements still taken by gather_rows (one-row pg_dump INSERTs)?"""
+        return not info.on_conflict and head not in self.not_single
+
+    def _gather_block(self, blk: _Block, head: str, info: TableInfo) -> Gathered | None:
         """The block's statements: one-row statements found and checked in one pass while that works."""
-        if not info.on_conflict and head not in self.not_single:
-            g = gather_rows(text, head, info.width, single_byte=self.single_byte)
+        assert blk.text is not None
+        if self._one_pass(head, info):
+            g = gather_rows(blk.statements(), head, info.width, single_byte=self.single_byte)
             if isinstance(g, Gathered):
                 return g
             if not g:
                 self.not_single.add(head)  # rows-per-insert or odd values: quote parity from now on
-        return gather(text, head, single_byte=self.single_byte)
+        return gather(blk.text, head, single_byte=self.single_byte)
+
+    def _claim(self, start: int, size: int) -> _Block | None:
+        """The block read ahead, if it is the one asked for; any other is dropped (its thread joined)."""
+        ahead, self.ahead = self.ahead, None
+        return ahead.take(start, size) if ahead is not None else None
 
     # -- the careful way -------------------------------------------------------------------
 
