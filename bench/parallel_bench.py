@@ -37,12 +37,14 @@ def reset(dsn: str, citus: bool, create: bool = False) -> None:
                 c.execute("SELECT create_distributed_table(%s, 'id')", [TABLE])
 
 
-def quarters(path: Path) -> list[Path]:
-    out = [path.with_name(f"{path.stem}_q{i}.csv") for i in range(4)]
+def quarters(path: Path, parts: int = 4) -> list[Path]:
+    """The file's data lines in `parts` files (no header), made once."""
+    tag = "q" if parts == 4 else f"p{parts}_"
+    out = [path.with_name(f"{path.stem}_{tag}{i}.csv") for i in range(parts)]
     if not all(p.exists() for p in out):
         lines = path.read_text().splitlines(keepends=True)
         body = lines[1:]
-        step = -(-len(body) // 4)
+        step = -(-len(body) // parts)
         for i, p in enumerate(out):
             p.write_text("".join(body[i * step:(i + 1) * step]))
     return out
@@ -122,8 +124,10 @@ def main() -> int:
         cases += [("parallel-copy 4 workers single (staged, co-located)", [sluice(a.dsn, path, "--workers", "4")],
                    False), ("4 psql \\copy on quarters", quarter, False)]
     else:
+        halves = [psql_cmd(a.dsn, "-c", f"\\copy {TABLE} FROM '{h}' WITH (FORMAT csv)") for h in quarters(path, 2)]
         cases += [("parallel-copy 2 workers create+single", [sluice(a.dsn, path, "--workers", "2", "--mode",
-                                                                     "create")], True)]
+                                                                     "create")], True),
+                  ("2 psql \\copy on halves (the two-stream ideal)", halves, False)]
     times: dict[str, list[float]] = {name: [] for name, _, _ in cases}
     for _ in range(a.repeat):
         for name, cmds, create in cases:
