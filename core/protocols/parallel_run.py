@@ -202,11 +202,31 @@ def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alon
         os.close(fd)
 
 
+def _records(fd: int, lo: int, hi: int, quote: bytes) -> int:
+    """Records in the file bytes lo .. hi - 1 (whole records), read 16 MB at a time."""
+    from core.protocols.common import count_records
+
+    cuts = list(record_cuts(fd, lo, hi, quote, 16 << 20))
+    return sum(count_records(os.pread(fd, b - a, a), quote) for a, b in zip(cuts, cuts[1:]))
+
+
+def _rows_of(plan: Plan, lo: int, hi: int) -> tuple[int, int]:
+    """The source rows a byte range holds (a refused chunk's, to find its bad row): counted from
+    the data's start, which lies before any bare quote (record_cuts stops there)."""
+    span = _data_span(plan)
+    assert span is not None  # the range came from it
+    quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+    fd = os.open(str(plan.source.path), os.O_RDONLY)
+    try:
+        first = _records(fd, span[0], lo, quote)
+        return first, first + _records(fd, lo, hi, quote)
+    finally:
+        os.close(fd)
+
+
 def _as_rows(ctl: psycopg.Connection[Any], plan: Plan, ref: Any, key: str, done: list[ck.Chunk]) -> list[ck.Chunk]:
     """The book's byte-range chunks relabelled as the source rows they hold, for a run that goes
     on through the parser (which counts rows): records counted from the data's start."""
-    from core.protocols.common import count_records
-
     span = _data_span(plan)
     if span is None:
         raise LoadFailed("the earlier run loaded the file's bytes as they are, which this run's source options "
@@ -218,9 +238,7 @@ def _as_rows(ctl: psycopg.Connection[Any], plan: Plan, ref: Any, key: str, done:
     try:
         at = span[0]
         for c in sorted(done, key=lambda c: c.lo):
-            if c.lo > at:  # records between the committed chunks, counted a piece at a time
-                cuts = list(record_cuts(fd, at, c.lo, quote, 16 << 20))
-                row += sum(count_records(os.pread(fd, b - a, a), quote) for a, b in zip(cuts, cuts[1:]))
+            row += _records(fd, at, c.lo, quote) if c.lo > at else 0  # between the committed chunks
             n = c.rows_loaded + c.rows_rejected
             rows.append((c.lo, row, row + n))
             row += n
@@ -261,7 +279,8 @@ def _explain(job: LoadJob, plan: Plan, proto: Strategy, cf: ChunkFailed) -> Base
         frame: pl.DataFrame | None = piece.frame
         first = piece.first
         if frame is None:
-            frame, first = frame_of(plan.source, plan.maps, piece.lo, piece.hi), piece.lo
+            lo, hi = _rows_of(plan, piece.lo, piece.hi) if piece.by_bytes else (piece.lo, piece.hi)
+            frame, first = frame_of(plan.source, plan.maps, lo, hi), lo
         job._last_frame, job._batch_first = frame, first
     assert isinstance(cf.error, psycopg.Error)
     return job._per_batch_error(WriteFailed(cf.error), plan, proto)  # says job.rows_loaded stay committed

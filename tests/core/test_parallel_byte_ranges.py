@@ -257,3 +257,26 @@ def test_per_batch_truncate_commits_a_small_first_range_alone_then_the_rest(
     assert result.rows_loaded == 5_000
     assert sizes[0] <= 4096 < max(sizes)  # the range that commits alone is the small one
     assert _digest(conn, table) == _reference(dsn, conn, table_name, path)  # the old rows are gone
+
+
+def test_a_refused_value_in_a_byte_range_is_named_by_its_row_and_line(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    small_ranges: None,
+) -> None:
+    from core.errors import BadRowError
+
+    path = _quoted_newlines(tmp_path / "badval.csv", 3_000)  # 3 lines a record: rows are not lines
+    lines = path.read_text(encoding="utf-8").split("\n")
+    bad_row = 2_345
+    first_line = 1 + 3 * bad_row  # the header, then three lines a record (0-based index)
+    assert lines[first_line + 2].startswith('",')
+    lines[first_line + 2] = lines[first_line + 2].replace(",", ",abc", 1).replace(".5", "", 1)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    table = table_name("badval")
+    _make(conn, table)
+    with pytest.raises(BadRowError) as got:
+        LoadJob(_spec(path, table, dsn, workers=2, commit=CommitMode.PER_BATCH)).run()
+    problem = got.value.problem
+    assert (problem.row, problem.line, problem.column) == (bad_row, first_line + 1, "amount")
+    count, distinct, _ = _digest(conn, table)
+    assert count == distinct and 0 < count < 3_000  # the other ranges committed; the bad one did not
