@@ -552,7 +552,7 @@ class _Parser:
         self.acc = _Rows(acc.target, acc.on_conflict)
 
 
-_STEP = 16 << 20  # bytes read at a time while looking for the end of a COPY block
+_COPY_ENDS = frozenset((b"\\.\n", b"\\.\r\n", b"\\.", b"\\.\r"))  # the last two only at the end of the file
 
 
 def copy_block_end(f: BinaryIO, start: int) -> tuple[int, int, int] | None:
@@ -560,43 +560,22 @@ def copy_block_end(f: BinaryIO, start: int) -> tuple[int, int, int] | None:
 
     The end is the first line that is exactly `\\.` (a `\\r` before its newline, or no
     newline at the end of the file, allowed). COPY text escapes newlines inside values, so
-    a raw newline always ends a row: bytes.find and bytes.count over big reads find the end
-    and count the rows, and no row is looked at in Python. None when the file ends first.
+    a raw newline always ends a row: the rows are only counted, line by line in C with a
+    1 MB buffer (about 150 ns a row; bytes.find + bytes.count over the same bytes measured
+    slower on pg_dump's rows). None when the file ends first.
     """
-    fd = f.fileno()
-    size = os.fstat(fd).st_size
-    if not 0 < start < size:
-        return None
-    lo = start - 1  # the COPY line's newline: a block with no rows ends at once with "\n\\."
-    counted, rows = start, 0  # newlines in [start, counted) are in rows
-    while lo < size:
-        buf = os.pread(fd, _STEP, lo)
-        if not buf:
-            return None
-        j = buf.find(b"\n\\.")
-        while j >= 0:
-            after = _end_line(fd, buf, lo, j + 3, size)
-            if after >= 0:
-                return lo + j + 1, after, rows + buf.count(b"\n", counted - lo, j + 1)
-            j = buf.find(b"\n\\.", j + 1)  # a row that starts with "\\." and goes on
-        end = lo + len(buf)
-        if end >= size:
-            return None
-        rows += buf.count(b"\n", counted - lo)
-        counted, lo = end, end - 2  # two bytes again: a "\n\\." across the cut is found whole next time
-    return None
-
-
-def _end_line(fd: int, buf: bytes, lo: int, p: int, size: int) -> int:
-    """The file offset after the line whose "\\." ends at buf[p], if it ends there; else -1."""
-    tail = buf[p : p + 2]
-    if len(tail) < 2 and lo + p + len(tail) < size:
-        tail = os.pread(fd, 2, lo + p)
-    if not tail or tail == b"\r":
-        return size if lo + p + len(tail) >= size else -1
-    if tail[:1] == b"\n":
-        return lo + p + 1
-    return lo + p + 2 if tail == b"\r\n" else -1
+    with open(f.fileno(), "rb", buffering=1 << 20, closefd=False) as g:
+        g.seek(start)
+        readline = g.readline
+        rows = 0
+        while True:
+            raw = readline()
+            if not raw:
+                return None
+            if raw[:2] == b"\\." and raw in _COPY_ENDS:
+                after = g.tell()
+                return after - len(raw), after, rows
+            rows += 1
 
 
 def _only_comments(text: str, line: int) -> bool:
