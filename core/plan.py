@@ -33,5 +33,8 @@ def plan_load(spec: LoadSpec, conn: psycopg.Connection[Any] | None = None) -> Pl
     # Only a new table needs a sample (for its column types): an existing one has its own.
     maps = spec.columns or mp.default_mapping(source.columns(), None if existing else source.sample(500), existing)
     mp.validate(maps, source.columns())
-    types = {c.name: c.type for c in existing} if existing is not None else {m.target: m.type for m in mp.included(maps)}
+    if existing is not None:
+        types = {c.name: c.type for c in existing}
+    else:
+        types = {m.target: m.type for m in mp.included(maps)}
     return Plan(source, ref, maps, existing is not None, types)

@@ -118,7 +118,9 @@ def run(
             strategy.conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
         job._emit(Phase.LOADING, force=True)
         job.cancel.check()
-        if raw:
+        if raw and getattr(strategy, "feed_raw", None) is not None:
+            strategy.feed_raw(job, plan)  # type: ignore[attr-defined]  # streams read their own byte ranges
+        elif raw:
             job._stream_raw(strategy, plan)
         elif spec.on_error is ErrorPolicy.SKIP:
             job._rejects = RejectWriter(spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct)

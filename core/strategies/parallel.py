@@ -35,10 +35,13 @@ class _Worker(threading.Thread):
         self.owner, self.index, self.conn = owner, index, conn
         self.error: BaseException | None = None
         self.rows = 0
+        self.records = 0  # records of the byte ranges this stream read and sent, counted by us
         self.sent: list[tuple[int, int]] = []  # (first source row, rows) of each chunk, in stream order
         self._fd = -1  # the source file, for byte ranges read here
 
     def run(self) -> None:
+        from core.protocols.common import count_records
+
         q = self.owner.queue
         stopped = False
         try:
@@ -50,7 +53,9 @@ class _Worker(threading.Thread):
                             stopped = True
                             break
                         if isinstance(item, _Span):
-                            for part in self._read(item):  # rows unknown until COPY ends
+                            for part in self._read(item):
+                                # Counted here, apart from the server's count: a lost part must fail the load.
+                                self.records += count_records(bytes(part), self.owner.quote)
                                 cp.write(part)
                             continue
                         data, first_row, rows = item
@@ -176,6 +181,7 @@ class ParallelCopy(Strategy):
         return frame.height
 
     path = ""  # feed_raw: the file the workers read
+    quote = b'"'  # feed_raw: the file's quote, for counting its records
 
     def feed_raw(self, job: LoadJob, plan: Plan) -> None:
         """The file's own bytes with no reader in between: each worker reads whole-record byte
@@ -191,6 +197,7 @@ class ParallelCopy(Strategy):
             job._stream_raw(self, plan)
             return
         self.path = str(plan.source.path)
+        self.quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
         try:
             for piece in byte_pieces(pr._cuts(plan, span, len(self.workers), job.target_info), Ranges([])):
                 self._put_item(_Span((piece.lo, piece.hi)))
@@ -198,8 +205,9 @@ class ParallelCopy(Strategy):
                 job._emit(Phase.LOADING)
         except Reparse as why:
             raise _ParseInstead(str(why)) from None
-        self.flush()  # every COPY ends: only now are the rows counted
-        job.rows_read = job.rows_loaded = self.rows_written
+        self.flush()  # every COPY ends
+        # What the streams read and sent; the job checks it against what the server took.
+        job.rows_read = job.rows_loaded = sum(w.records for w in self.workers)
         plan.source.check_unchanged()
 
     def write_raw(self, data: bytes) -> None:

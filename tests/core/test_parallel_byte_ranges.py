@@ -14,7 +14,6 @@ import psycopg
 import pytest
 
 from core import checkpoint as ck
-from core import stages
 from core.db import TableRef
 from core.job import LoadJob
 from core.protocols import chunked
@@ -33,17 +32,17 @@ def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def feed_raw_wired(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The job's raw path handed to the strategy when it reads the file itself; counts the calls."""
+    """Counts the calls of the strategy's own-range feed, which the single protocol's raw path takes."""
+    from core.strategies.parallel import ParallelCopy
+
     calls: list[int] = []
+    real = ParallelCopy.feed_raw
 
-    def stream_raw(job: LoadJob, strategy: Any, plan: Any) -> None:
-        if hasattr(strategy, "feed_raw"):
-            calls.append(1)
-            strategy.feed_raw(job, plan)
-        else:
-            stages.stream_raw(job, strategy, plan)
+    def feed_raw(self: Any, job: LoadJob, plan: Any) -> None:
+        calls.append(1)
+        real(self, job, plan)
 
-    monkeypatch.setattr(LoadJob, "_stream_raw", stream_raw)
+    monkeypatch.setattr(ParallelCopy, "feed_raw", feed_raw)
     return calls
 
 
