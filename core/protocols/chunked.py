@@ -36,6 +36,7 @@ from core.db import TableRef, connect
 from core.diagnose import server_reason
 from core.errors import Cancelled, ConnectError, LoadFailed, ResumableStop, SluiceError, TooManyRejects
 from core.events import Phase
+from core.protocols.common import count_records
 from core.rejects import bad_record_fields, isolate, reject_fields
 from core.sources.base import BadRecord, Source
 from core.sources.csv_records import BareQuoteIn, EndsInQuote
@@ -194,6 +195,7 @@ class StreamPlan:
     truncate: TableRef | None = None  # emptied in the first chunk's commit (nothing committed yet)
     options: str = ""  # each stream's session settings (libpq `options`), beside the DSN's own
     path: str = ""  # the file byte-range pieces are read from
+    quote: bytes = b'"'  # its quote, for counting the records of a range
 
 
 class _Stream(threading.Thread):
@@ -300,11 +302,17 @@ class _Stream(threading.Thread):
             assert plan.raw_copy is not None
             if self._fd < 0:
                 self._fd = os.open(plan.path, os.O_RDONLY)
+            sent = 0
             with conn.cursor() as cur:
                 with cur.copy(plan.raw_copy) as cp:
                     for part in read_records(self._fd, piece.lo, piece.hi):
+                        sent += count_records(bytes(part), plan.quote)
                         cp.write(part)
                         self.owner.bytes_sent += len(part)  # for progress only: streams may race on it
+                if cur.rowcount != sent:
+                    # Before the chunk's commit: a range the server did not wholly get is never booked as done.
+                    raise LoadFailed(f"a stream sent {sent:,} rows of bytes {piece.lo:,}-{piece.hi:,} but the server "
+                                     f"took {cur.rowcount:,}; that chunk was rolled back")
                 return cur.rowcount, "", 0
         if piece.data is not None:
             assert plan.raw_copy is not None

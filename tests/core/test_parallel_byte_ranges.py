@@ -1,7 +1,7 @@
 """Streams that read their own byte ranges of the file (issue 10): cuts fall on record boundaries
 even inside quoted newlines, a bare quote sends the load through the parser, a run that falls back
-mid-way books rows, and create + single (ParallelCopy.feed_raw) loads exactly. feed_raw is wired
-here the way core/protocols/single.py would call it in place of the job's one-reader raw path."""
+mid-way books rows, and create + single (ParallelCopy.feed_raw, which the single protocol's raw
+path takes) loads exactly. A range the server did not wholly take is never booked as done."""
 
 from __future__ import annotations
 
@@ -279,3 +279,32 @@ def test_a_refused_value_in_a_byte_range_is_named_by_its_row_and_line(
     assert (problem.row, problem.line, problem.column) == (bad_row, first_line + 1, "amount")
     count, distinct, _ = _digest(conn, table)
     assert count == distinct and 0 < count < 3_000  # the other ranges committed; the bad one did not
+
+
+def test_a_range_part_the_server_never_got_is_not_booked(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    small_ranges: None, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream's write lost on the way (sabotaged here): the chunk's own count and the server's
+    differ, the chunk is rolled back before its commit, and --resume then loads exactly."""
+    import threading
+
+    path = _quoted_newlines(tmp_path / "lost.csv", 3_000)
+    table = table_name("lost")
+    _make(conn, table)
+    real = psycopg.Copy.write
+    dropped: list[int] = []
+
+    def write(self: psycopg.Copy, buffer: Any) -> None:
+        if threading.current_thread().name.startswith("sluice-chunks") and not dropped:
+            dropped.append(1)
+            return
+        real(self, buffer)
+
+    monkeypatch.setattr(psycopg.Copy, "write", write)
+    with pytest.raises(Exception, match="server took"):
+        LoadJob(_spec(path, table, dsn, workers=2, commit=CommitMode.PER_BATCH)).run()
+    monkeypatch.setattr(psycopg.Copy, "write", real)
+    result = LoadJob(_spec(path, table, dsn, workers=2, commit=CommitMode.PER_BATCH), resume=True).run()
+    assert result.resumed_from > 0 and result.rows_loaded == 3_000  # rows_loaded counts the earlier run's too
+    assert _digest(conn, table) == _reference(dsn, conn, table_name, path)
