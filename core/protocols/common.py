@@ -41,13 +41,14 @@ def count_records(data: bytes, quote: bytes) -> int:
     Only quotes and newlines matter; a run of quotes counts by its parity (a doubled quote
     changes nothing), so what is left alternates outside/inside a quoted field.
     """
+    last = 1 if data and not data.endswith(b"\n") else 0  # the file's last record, with no newline
     if not quote or quote not in data:
-        return data.count(b"\n")
+        return data.count(b"\n") + last
     if len(quote) == 1:
         keep = b"\n" + quote
         data = data.translate(None, bytes(b for b in range(256) if b not in keep))
         data = data.replace(quote + quote, b"")
-    return sum(part.count(b"\n") for part in data.split(quote)[::2])
+    return sum(part.count(b"\n") for part in data.split(quote)[::2]) + last
 
 
 def raw_text_columns(plan: Plan) -> list[str]:

@@ -36,6 +36,7 @@ class _Worker(threading.Thread):
         self.error: BaseException | None = None
         self.rows = 0
         self.records = 0  # records of the byte ranges this stream read and sent, counted by us
+        self.bytes_sent = 0  # of those ranges, for progress
         self.sent: list[tuple[int, int]] = []  # (first source row, rows) of each chunk, in stream order
         self._fd = -1  # the source file, for byte ranges read here
 
@@ -57,6 +58,7 @@ class _Worker(threading.Thread):
                                 # Counted here, apart from the server's count: a lost part must fail the load.
                                 self.records += count_records(bytes(part), self.owner.quote)
                                 cp.write(part)
+                                self.bytes_sent += len(part)
                             continue
                         data, first_row, rows = item
                         self.sent.append((first_row, rows))
@@ -198,16 +200,27 @@ class ParallelCopy(Strategy):
             return
         self.path = str(plan.source.path)
         self.quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+        def progress() -> None:
+            # What the streams read and sent so far; at the end the job checks it against what
+            # the server took.
+            job.rows_read = job.rows_loaded = sum(w.records for w in self.workers)
+            job.bytes_read = min(plan.source.size, span[0] + sum(w.bytes_sent for w in self.workers))
+            job._emit(Phase.LOADING)
+
         try:
             for piece in byte_pieces(pr._cuts(plan, span, len(self.workers), job.target_info), Ranges([])):
                 self._put_item(_Span((piece.lo, piece.hi)))
-                job.bytes_read = piece.hi
-                job._emit(Phase.LOADING)
+                progress()
         except Reparse as why:
             raise _ParseInstead(str(why)) from None
-        self.flush()  # every COPY ends
-        # What the streams read and sent; the job checks it against what the server took.
-        job.rows_read = job.rows_loaded = sum(w.records for w in self.workers)
+        self._send_stops()
+        while any(w.is_alive() for w in self.workers):  # the last ranges: progress and cancel still work
+            if self.failed.wait(0.1):
+                break  # flush() below says why
+            job.cancel.check()
+            progress()
+        self.flush()  # every COPY has ended: errors surface here
+        progress()
         plan.source.check_unchanged()
 
     def write_raw(self, data: bytes) -> None:
@@ -222,6 +235,11 @@ class ParallelCopy(Strategy):
         if self._finished:
             return
         self._finished = True
+        self._send_stops()
+        for w in self.workers:
+            w.join()
+
+    def _send_stops(self) -> None:
         for _ in self.workers:
             # A worker that is gone takes no sentinel: never wait on a full queue for it.
             while any(w.is_alive() for w in self.workers):
@@ -230,8 +248,6 @@ class ParallelCopy(Strategy):
                     break
                 except queue.Full:
                     continue
-        for w in self.workers:
-            w.join()
 
     def _raise_first(self) -> NoReturn:
         from core.protocols.common import _ParseInstead
