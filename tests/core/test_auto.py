@@ -77,3 +77,27 @@ def test_a_typed_source_goes_binary(
     assert result.chosen["strategy"] == "copy-binary" and "binary" in result.reason
     assert conn.execute(sql.SQL("SELECT * FROM {} ORDER BY id").format(sql.Identifier(t))).fetchall() == [
         (1, "a", True), (2, None, False), (3, "c", None)]
+
+
+@pytest.mark.parametrize("mode", [LoadMode.CREATE, LoadMode.APPEND, LoadMode.TRUNCATE])
+def test_a_large_csv_goes_over_several_streams_where_each_row_is_written_once(
+    mode: LoadMode, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("core.auto.PARALLEL_MIN_BYTES", 50_000)  # "large", for a test
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    path = tmp_path / "large.csv"
+    path.write_text("a,b\n" + "".join(f"{i},row {i}\n" for i in range(20_000)), encoding="utf-8")
+    t = table_name("auto")
+    if mode is not LoadMode.CREATE:
+        conn.execute(sql.SQL("CREATE TABLE {} (a int, b text)").format(sql.Identifier(t)))
+    two_phase = conn.execute("SELECT current_setting('max_prepared_transactions')::int > 0").fetchone()
+    result = _run(dsn, path, t, mode=mode)
+    # Create: renamed into place; append: only with two-phase commit; truncate needs a staging table.
+    parallel = mode is LoadMode.CREATE or (mode is LoadMode.APPEND and two_phase == (True,))
+    assert result.chosen["strategy"] == ("parallel-copy" if parallel else "copy-csv")
+    assert (result.chosen["workers"] == 2) if parallel else (result.chosen["workers"] == 1)
+    assert ("2 streams" in result.reason) == parallel
+    assert _count(conn, t) == 20_000
+    row = conn.execute(sql.SQL("SELECT count(DISTINCT a) FROM {}").format(sql.Identifier(t))).fetchone()
+    assert row == (20_000,)
