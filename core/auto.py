@@ -25,6 +25,9 @@ BATCH_BYTES = 8 << 20  # a batch of about this many bytes: few round trips, boun
 # Below this, a second stream's start-up (connection, cut-finding) costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_BATCH_ROWS = 100_000  # parsed fall-back batches only: the streams read byte ranges
+# Below this, importing polars, pyarrow and pgpq (about 0.25 s) costs more than binary COPY saves
+# on a server that shares this machine (1M integer pairs, 17 MB: 0.79 s binary, 0.54 s raw CSV).
+BINARY_MIN_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,17 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
         parallel = _parallel(spec, plan, ctl)
         if parallel is not None:
             return parallel
-    if source_is_csv(source) and identity and local:
-        return Choice("copy-csv", batch, 1, "a CSV file mapped column for column onto a server on this machine: "
-                      "its own bytes go to COPY, so the client spends almost nothing on cores the server needs")
     types = plan.target_types
     columns = [m.target for m in mp.included(plan.maps)]
     typed = arrow_columns(columns, [types.get(c, "text") for c in columns]) is not None
+    if typed and local and source.size >= BINARY_MIN_BYTES:
+        return Choice("copy-binary", batch, 1, f"every column has an exact binary form and the file is large "
+                      f"({source.size / 1e6:,.0f} MB): binary COPY spares the server its text parsing, and the "
+                      "client's typing and encoding run on the other core (measured here: 1M mixed rows 1.62 s "
+                      "against 1.86 s for the file's own bytes; 10M integer pairs 2.79 s against 3.26 s)")
+    if source_is_csv(source) and identity and local:
+        return Choice("copy-csv", batch, 1, "a CSV file mapped column for column onto a server on this machine: "
+                      "its own bytes go to COPY, so the client spends almost nothing on cores the server needs")
     if typed:
         where = "on another machine" if not local else "on this machine, the mapping is not column for column,"
         return Choice("copy-binary", batch, 1, f"every column has an exact binary form and the server is {where}: "

@@ -101,3 +101,20 @@ def test_a_large_csv_goes_over_several_streams_where_each_row_is_written_once(
     assert _count(conn, t) == 20_000
     row = conn.execute(sql.SQL("SELECT count(DISTINCT a) FROM {}").format(sql.Identifier(t))).fetchone()
     assert row == (20_000,)
+
+
+def test_a_large_typed_csv_onto_a_local_server_goes_binary(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("core.auto.BINARY_MIN_BYTES", 50_000)  # "large", for a test
+    path = tmp_path / "typed.csv"
+    path.write_text("a,b,c\n" + "".join(f"{i},2024-01-{i % 28 + 1:02d} 10:00:00,{i / 4}\n" for i in range(5_000)),
+                    encoding="utf-8")
+    t = table_name("auto")
+    conn.execute(sql.SQL("CREATE TABLE {} (a int, b timestamp, c float8)").format(sql.Identifier(t)))
+    result = _run(dsn, path, t, mode=LoadMode.APPEND)
+    assert result.chosen["strategy"] == "copy-binary" and "large" in result.reason
+    row = conn.execute(sql.SQL("SELECT count(*), sum(a), max(b)::text, sum(c) FROM {}").format(
+        sql.Identifier(t))).fetchone()
+    assert row == (5_000, sum(range(5_000)), "2024-01-28 10:00:00", sum(i / 4 for i in range(5_000)))
