@@ -22,7 +22,8 @@ sys.exit(code)
 """
 
 
-@pytest.mark.parametrize(("strategy", "polars_state"), [("copy-csv", "deferred"), ("executemany", "loaded")])
+@pytest.mark.parametrize(("strategy", "polars_state"),
+                         [("copy-csv", "deferred"), ("auto", "deferred"), ("executemany", "loaded")])
 def test_a_raw_csv_load_never_imports_polars(
     strategy: str, polars_state: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
     tmp_path: Path,
