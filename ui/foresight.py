@@ -55,7 +55,7 @@ class Foresight(QObject):
         if spec.dsn is None:
             return
         gen = self._gen
-        w.strategy_panel.show_plan("working out what the run will do…")
+        w.run_panel.show_plan("working out what the run will do…")
 
         def foresee(*_a: Any) -> str:
             from core.job import LoadJob
@@ -67,5 +67,5 @@ class Foresight(QObject):
     def _answer(self, gen: int, text: str) -> None:
         if gen != self._gen:
             return
-        self.w.strategy_panel.show_plan(text)
+        self.w.run_panel.show_plan(text)
         self.updated.emit(text)

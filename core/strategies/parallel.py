@@ -1,4 +1,5 @@
-"""COPY over N connections fed from one reader (seed 004's four COPY streams)."""
+"""COPY over N connections at once (seed 004's four COPY streams): each stream reads its own
+byte ranges of the file, or one reader feeds them parsed batches."""
 
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ class _Worker(threading.Thread):
 class ParallelCopy(Strategy):
     id = "parallel-copy"
     title = "Parallel COPY"
-    summary = "COPY over N connections at once, fed from one reader"
+    summary = "COPY over N connections at once, each stream reading its own byte ranges of the file"
     lesson = "Seed 004: a distributed PostgreSQL loaded in 59 s with one COPY stream and 39 s with four."
     seed = "004"
     multi_connection = True

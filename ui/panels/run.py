@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QGroupBox,
@@ -61,6 +64,11 @@ class RunPanel(QGroupBox):
         self.counters.setFont(mono)
         self.show_counters(0, 0, 0)
         left.addWidget(self.counters)
+        # What the next run will do (ui.foresight fills it in): auto's pick, the protocol, why.
+        self.plan_label = QLabel("Plan: pick a file and a table, and the plan for the run shows here.")
+        self.plan_label.setWordWrap(True)
+        self.plan_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        left.addWidget(self.plan_label)
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
         left.addWidget(self.summary)
@@ -122,6 +130,10 @@ class RunPanel(QGroupBox):
         self.run_tabs.setTabText(1, f"Rejected rows ({self.rejects.total:,})" if path else "Rejected rows")
         if path:
             self.run_tabs.setCurrentIndex(1)
+
+    def show_plan(self, text: str) -> None:
+        self.plan_label.setText(f"<b>Plan:</b> {html.escape(text)}")
+        self.plan_label.setToolTip(text)
 
     def clear_for_run(self) -> None:
         self.progress.setValue(0)

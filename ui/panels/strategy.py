@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 from core.auto import AUTO
@@ -53,11 +52,6 @@ class StrategyPanel(QGroupBox):
         row2.addWidget(QLabel("On error"))
         row2.addWidget(self.policy_combo)
         form.addRow(row2)
-        # What the next run will do (ui.foresight fills it in): auto's pick, the protocol, why.
-        self.plan_label = QLabel("Pick a file and a table: the plan for the run shows here.")
-        self.plan_label.setWordWrap(True)
-        self.plan_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        form.addRow("Plan", self.plan_label)
         self._on_strategy_changed()
 
     def current(self) -> type[Strategy] | None:
@@ -69,7 +63,7 @@ class StrategyPanel(QGroupBox):
         if cls is None:
             self.strategy_help.setText(
                 "<b>auto picks the strategy, batch size and workers</b> from the file, the target and the "
-                "server; the plan below says which, and why.")
+                "server; the plan above the log says which, and why, before the run.")
             self.batch_spin.setEnabled(False)
             self.workers_spin.setEnabled(False)
             return
@@ -82,10 +76,6 @@ class StrategyPanel(QGroupBox):
         if self.current() is None:
             self.strategy_help.setText(f"<b>auto chose {strategy_id}</b> (batches of {batch_rows:,} rows) for the "
                                        f"last run: {reason}")
-
-    def show_plan(self, text: str) -> None:
-        self.plan_label.setText(text)
-        self.plan_label.setToolTip(text)
 
     def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
         ids = [AUTO if c is None else c.id for c in self.strategies]
