@@ -48,16 +48,22 @@ def _table(conn: psycopg.Connection[Any], name: str) -> str:
     return name
 
 
+def _assert_binary_stores_what_csv_stores(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], path: Path
+) -> None:
+    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
+    _load(dsn, path, ref, "copy-csv")  # the server parses every value: the reference
+    _load(dsn, path, got, "copy-binary")
+    assert _rows(conn, got) == _rows(conn, ref)
+
+
 @pytest.mark.parametrize("line", _GOOD)
 def test_binary_stores_what_the_server_would(
     line: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     path = tmp_path / "v.csv"
     path.write_text("ts,tz,d,n,f,b,t\n" + line + "\n", encoding="utf-8")
-    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
-    _load(dsn, path, ref, "copy-csv")
-    _load(dsn, path, got, "copy-binary")
-    assert _rows(conn, got) == _rows(conn, ref)
+    _assert_binary_stores_what_csv_stores(dsn, conn, table_name, path)
 
 
 @pytest.mark.parametrize("line", _REFUSED)
@@ -86,10 +92,7 @@ def test_a_large_typed_batch_matches_the_server(
              f"{'t' if i % 2 else 'f'},{i % 24:02d}:00:00" for i in range(30_000)]
     lines[12_345] = "2020-01-01 24:00:00,2020-01-01 00:00:00Z,2020-01-01,1,1,t,24:00:00"
     path.write_text("ts,tz,d,n,f,b,t\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
-    _load(dsn, path, ref, "copy-csv")
-    _load(dsn, path, got, "copy-binary")
-    assert _rows(conn, got) == _rows(conn, ref)
+    _assert_binary_stores_what_csv_stores(dsn, conn, table_name, path)
 
 
 def test_a_refused_row_is_named_across_binary_and_text_statements(

@@ -104,12 +104,8 @@ def _cases() -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize("strategy", [c.id for c in all_strategies() if not _opens_its_own(c)])
-def test_a_single_stream_loads_on_one_connection(
-    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    table = table_name("one")
+def _five_rows(conn: psycopg.Connection[Any], table: str, strategy: str, tmp_path: Path) -> Path:
+    """The table (id, name), and five rows for it as the strategy reads them (a script or a CSV)."""
     conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
     if strategy.startswith("script-"):
         path = tmp_path / "s.sql"
@@ -117,6 +113,16 @@ def test_a_single_stream_loads_on_one_connection(
     else:
         path = tmp_path / "s.csv"
         path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(5)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("strategy", [c.id for c in all_strategies() if not _opens_its_own(c)])
+def test_a_single_stream_loads_on_one_connection(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = table_name("one")
+    path = _five_rows(conn, table, strategy, tmp_path)
     opened: list[psycopg.Connection[Any]] = []
     real = psycopg.connect
 
@@ -136,13 +142,7 @@ def test_a_connection_failing_midway_is_named_and_nothing_stays_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     table = table_name("conn")
-    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
-    if strategy.startswith("script-"):
-        path = tmp_path / "s.sql"
-        path.write_text("".join(f"INSERT INTO x (id, name) VALUES ({i}, 'n{i}');\n" for i in range(5)), "utf-8")
-    else:
-        path = tmp_path / "s.csv"
-        path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(5)), encoding="utf-8")
+    path = _five_rows(conn, table, strategy, tmp_path)
     opened: list[psycopg.Connection[Any]] = []
     calls = [0]
     real = psycopg.connect
