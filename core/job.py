@@ -155,10 +155,8 @@ class LoadJob:
             protocol = str(self.protocol.protocol.value)
         elif self.spec.commit is CommitMode.PER_BATCH:
             protocol = "per-batch"
-        elif not cls.transactional or self.spec.target.mode is LoadMode.UPSERT:
-            protocol = "staged"
         else:
-            protocol = "single"
+            protocol = "staged" if single.staged_load(cls, self.spec.target.mode, None) else "single"
         reasons = [r for r in (self.chosen.reason if self.chosen else "", self.reason) if r]
         return Foresight(cls.id, self.spec.batch_rows, self.spec.workers if cls.takes_workers else 1, protocol,
                          "; ".join(reasons), auto=self.chosen is not None)

@@ -57,7 +57,7 @@ def run(
             created = job._ensure_target(ctl, plan, mode)
             targets, types = job._target_columns(ctl, plan)
         two_phase = proto is not None and proto.value == "two-phase"
-        staged = mode is LoadMode.UPSERT or not cls.transactional or (proto is not None and proto.value == "staged")
+        staged = staged_load(cls, mode, job.protocol)
         write_ref = private or ref
         if staged:
             stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}", ref.schema)
@@ -192,6 +192,13 @@ def run(
         spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, seconds, job.bytes_read, reject_file,
         load_seconds=job._load_seconds(), reason=job.reason,
     )
+
+def staged_load(cls: type[Strategy], mode: LoadMode, choice: Any) -> bool:
+    """Whether a single-commit load goes through a staging table moved in one transaction:
+    upsert, a strategy that commits by itself, or a multi-connection protocol that says so."""
+    return mode is LoadMode.UPSERT or not cls.transactional or (
+        choice is not None and choice.protocol.value == "staged")
+
 
 def create_private(
     job: LoadJob, ctl: psycopg.Connection[Any], plan: Plan) -> TableRef:
