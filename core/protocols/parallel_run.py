@@ -16,18 +16,8 @@ from core.db import connect
 from core.errors import Cancelled, ConfigError, LoadFailed
 from core.events import Phase
 from core.protocols import common
-from core.protocols.chunked import (
-    ChunkFailed,
-    ChunkStreams,
-    Ranges,
-    Reparse,
-    StreamPlan,
-    byte_pieces,
-    frame_of,
-    parsed_pieces,
-    progress,
-    raw_pieces,
-)
+from core.protocols.byte_ranges import Ranges, Reparse, byte_pieces, raw_pieces
+from core.protocols.chunked import ChunkFailed, ChunkStreams, StreamPlan, frame_of, parsed_pieces, progress
 from core.protocols.per_batch import open_book
 from core.rejects import RejectWriter
 from core.sources.csv_records import EndsInQuote, first_record_end, record_cuts

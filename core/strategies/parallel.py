@@ -74,7 +74,7 @@ class _Worker(threading.Thread):
                 os.close(self._fd)
 
     def _read(self, span: _Span) -> Iterator[memoryview]:
-        from core.protocols.chunked import read_records
+        from core.protocols.byte_ranges import read_records
 
         if self._fd < 0:
             self._fd = os.open(self.owner.path, os.O_RDONLY)
@@ -192,7 +192,7 @@ class ParallelCopy(Strategy):
         Python thread that read, cut and counted every chunk no longer takes a core's share."""
         from core.events import Phase
         from core.protocols import parallel_run as pr
-        from core.protocols.chunked import Ranges, Reparse, byte_pieces
+        from core.protocols.byte_ranges import Ranges, Reparse, byte_pieces
         from core.protocols.common import _ParseInstead
 
         span = pr._data_span(plan)

@@ -16,7 +16,7 @@ import pytest
 from core import checkpoint as ck
 from core.db import TableRef
 from core.job import LoadJob
-from core.protocols import chunked
+from core.protocols import byte_ranges, chunked
 from core.protocols.common import count_records
 from core.sources.csv_records import BareQuoteIn, EndsInQuote, record_cuts
 from core.spec import CommitMode, LoadMode
@@ -148,10 +148,10 @@ def test_feed_raw_with_a_bare_quote_loads_through_the_parser(
 
 
 def test_chunk_pieces_skip_committed_ranges() -> None:
-    pieces = list(chunked.byte_pieces(iter([10, 20, 30, 40]), chunked.Ranges([(20, 30)])))
+    pieces = list(byte_ranges.byte_pieces(iter([10, 20, 30, 40]), byte_ranges.Ranges([(20, 30)])))
     assert [(p.lo, p.hi) for p in pieces] == [(10, 20), (30, 40)] and all(p.by_bytes for p in pieces)
     # an earlier run cut elsewhere: the gaps are still whole records (its cuts were boundaries)
-    pieces = list(chunked.byte_pieces(iter([10, 25, 40]), chunked.Ranges([(15, 30)])))
+    pieces = list(byte_ranges.byte_pieces(iter([10, 25, 40]), byte_ranges.Ranges([(15, 30)])))
     assert [(p.lo, p.hi) for p in pieces] == [(10, 15), (30, 40)]
 
 
@@ -173,10 +173,10 @@ def test_read_records_slices_end_at_newlines(tmp_path: Path) -> None:
     data = path.read_bytes()
     fd = os.open(path, os.O_RDONLY)
     try:
-        parts = [bytes(p) for p in chunked.read_records(fd, 0, len(data), slice_bytes=300)]
+        parts = [bytes(p) for p in byte_ranges.read_records(fd, 0, len(data), slice_bytes=300)]
         assert b"".join(parts) == data and len(parts) > 20
         assert all(p.endswith(b"\n") for p in parts)
-        one = [bytes(p) for p in chunked.read_records(fd, 0, len(data), slice_bytes=4)]
+        one = [bytes(p) for p in byte_ranges.read_records(fd, 0, len(data), slice_bytes=4)]
         assert b"".join(one) == data  # a slice smaller than a line grows to the next newline
     finally:
         os.close(fd)
@@ -246,7 +246,7 @@ def test_per_batch_truncate_commits_a_small_first_range_alone_then_the_rest(
     sizes: list[int] = []
     real = chunked._Stream._send
 
-    def send(self: Any, c: Any, piece: chunked.Piece) -> Any:
+    def send(self: Any, c: Any, piece: byte_ranges.Piece) -> Any:
         sizes.append(piece.hi - piece.lo)
         return real(self, c, piece)
 

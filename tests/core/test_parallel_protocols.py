@@ -28,7 +28,7 @@ from core import checkpoint as ck
 from core.db import TableRef
 from core.errors import BadRowError, ConfigError, LoadFailed
 from core.job import LoadJob
-from core.protocols import chunked
+from core.protocols import byte_ranges, chunked
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from tests.core.test_interruptions import _csv, _digest, _make, _reference, _terminate_loader
 
@@ -63,7 +63,7 @@ def commit_order(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     held: list[int] = []
 
-    def send(self: Any, conn: Any, piece: chunked.Piece) -> Any:
+    def send(self: Any, conn: Any, piece: byte_ranges.Piece) -> Any:
         with lock:
             first = not held
             held.append(piece.lo)
@@ -110,7 +110,7 @@ def test_a_run_that_stopped_with_holes_resumes_exactly_the_missing_chunks(
     real_send = chunked._Stream._send
     victims: list[int] = []
 
-    def send(self: Any, c: Any, piece: chunked.Piece) -> Any:
+    def send(self: Any, c: Any, piece: byte_ranges.Piece) -> Any:
         if piece.lo > 0 and not victims:
             victims.append(piece.lo)
             time.sleep(0.3)  # later chunks commit meanwhile, then this one dies
@@ -144,7 +144,7 @@ def test_a_terminated_stream_reconnects_and_no_chunk_is_lost_or_doubled(
     real_send = chunked._Stream._send
     fired: list[int] = []
 
-    def send(self: Any, c: Any, piece: chunked.Piece) -> Any:
+    def send(self: Any, c: Any, piece: byte_ranges.Piece) -> Any:
         if piece.lo > 1_000 and not fired:
             fired.append(_terminate_loader(dsn))  # every stream's connection, mid-load
         return real_send(self, c, piece)
@@ -376,7 +376,7 @@ def test_citus_per_batch_resume_after_a_stream_dies(
     real_send = chunked._Stream._send
     victims: list[int] = []
 
-    def send(self: Any, c: Any, piece: chunked.Piece) -> Any:
+    def send(self: Any, c: Any, piece: byte_ranges.Piece) -> Any:
         if piece.lo > 0 and not victims:
             victims.append(piece.lo)
             time.sleep(0.3)

@@ -21,7 +21,7 @@ from core import checkpoint as ck
 from core.db import TableRef
 from core.errors import LoadFailed
 from core.job import LoadJob
-from core.protocols import chunked
+from core.protocols import byte_ranges, chunked
 from core.spec import CommitMode
 from tests.core.test_interruptions import _csv, _digest, _make, _reference
 from tests.core.test_parallel_protocols import _spec
@@ -67,7 +67,7 @@ def test_server_restart_mid_load_then_exact(
     restarted: list[int] = []
     lock = threading.Lock()
 
-    def done(self: chunked.ChunkStreams, piece: chunked.Piece, *rest: Any) -> None:
+    def done(self: chunked.ChunkStreams, piece: byte_ranges.Piece, *rest: Any) -> None:
         real_done(self, piece, *rest)
         with lock:
             if self.pieces_done == 5 and not restarted:
@@ -94,7 +94,7 @@ def test_server_restart_mid_load_then_exact(
         sent: list[tuple[int, int]] = []
         real_send = chunked._Stream._send
 
-        def send(self: Any, c: Any, piece: chunked.Piece) -> Any:
+        def send(self: Any, c: Any, piece: byte_ranges.Piece) -> Any:
             with lock:
                 sent.append((piece.lo, piece.hi))
             return real_send(self, c, piece)
