@@ -15,9 +15,9 @@ import polars as pl
 from core.errors import ConfigError, SourceError
 from core.script_mapping import placeholder_names
 from core.sources.base import Batch, Source
+from core.sources.sqlscript_copy import CopyChunk
 from core.sources.sqlscript_parser import (
     Chunk,
-    CopyChunk,
     CsvChunk,
     InsertTarget,
     ParsedChunk,

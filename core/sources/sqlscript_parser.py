@@ -3,11 +3,11 @@
 One pass over the file, linear in its size whatever it holds:
 
 - `COPY ... FROM stdin;` blocks are located, not parsed: their bytes are COPY text
-  already, so a load passes them to the server as they are (CopyChunk).
+  already, so a load passes them to the server as they are (CopyChunk, sqlscript_copy).
 - INSERT statements whose head (`INSERT INTO t (cols) VALUES`) was already checked by
-  the careful parser are gathered by line and quote parity, then parsed thousands at a
-  time by sqlbulk (polars, Rust regex). Whatever that does not take, from the first
-  statement it refuses on, is read again the careful way.
+  the careful parser are gathered by line and quote parity (sqlscript_blocks), then parsed
+  thousands at a time by sqlbulk (polars, Rust regex). Whatever that does not take, from
+  the first statement it refuses on, is read again the careful way.
 - Everything else goes through sqlscan's hand-written scanner and lexer: data
   statements are loaded, pg_dump's preamble is skipped, anything else is refused with
   its line before a byte is sent.
@@ -16,8 +16,6 @@ One pass over the file, linear in its size whatever it holds:
 from __future__ import annotations
 
 import codecs
-import mmap
-import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,12 +24,12 @@ from typing import BinaryIO
 import polars as pl
 
 from core.sources.sqlbulk import first_bad, parse_values, rows_to_csv, split_rows
-from core.sources.sqlgather import END, Gathered, gather, gather_rows
 from core.sources.sqlscan import ScriptError, StatementScanner
+from core.sources.sqlscript_blocks import BlockReader
+from core.sources.sqlscript_copy import CopyChunk, copy_block_end
 from core.sources.sqlstatements import CopyStmt, InsertStmt, InsertTarget, Row, classify
 
 __all__ = [
-    "CopyChunk",
     "InsertTarget",
     "ParsedChunk",
     "ScriptError",
@@ -43,8 +41,6 @@ __all__ = [
 ]
 
 _META_OK = ("\\restrict", "\\unrestrict", "\\connect", "\\c ")
-_FAST_LIMIT = 64 << 20  # a statement gathered by quote parity longer than this goes the careful way
-_MIN_BLOCK, _MAX_BLOCK = 1 << 14, 8 << 20  # bytes read per bulk step; small again after a statement it refused
 _ONE_BYTE = ("latin", "iso8859", "cp125", "ascii", "cp437", "cp850", "mac-", "koi8")
 
 
@@ -67,48 +63,6 @@ class ParsedChunk:
     @property
     def columns(self) -> list[list[str | None]]:
         return [self.frame.get_column(c).to_list() for c in self.frame.columns]
-
-
-@dataclass
-class CopyChunk:
-    """A `COPY ... FROM stdin` block: `length` bytes of COPY text at `offset` in the file."""
-
-    target: InsertTarget
-    offset: int
-    length: int
-    rows: int
-    first_line: int  # line of the first data row
-    bytes_end: int
-
-    def pieces(self, path: str, size: int = 1 << 20) -> Iterator[bytes]:
-        """The block's bytes in pieces that end at a row boundary (for decoding piece by piece)."""
-        with open(path, "rb") as f:
-            f.seek(self.offset)
-            left = self.length
-            while left > 0:
-                data = f.read(min(size, left))
-                left -= len(data)
-                if left > 0:
-                    cut = data.rfind(b"\n") + 1
-                    if 0 < cut < len(data):
-                        f.seek(cut - len(data), os.SEEK_CUR)
-                        left += len(data) - cut
-                        data = data[:cut]
-                yield data
-
-    def views(self, path: str, size: int = 16 << 20) -> Iterator[memoryview]:
-        """The block's bytes as views of the mapped file, cut anywhere: COPY joins what it is sent.
-
-        Nothing is copied in Python; each view is released before the next is made, so the
-        map closes cleanly whether or not the caller reads to the end.
-        """
-        if self.length <= 0:
-            return
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            end = self.offset + self.length
-            for at in range(self.offset, end, size):
-                with memoryview(mm)[at : min(end, at + size)] as view:
-                    yield view
 
 
 class CsvChunk:
@@ -204,57 +158,6 @@ class _Reader:
 
 
 @dataclass
-class _Block:
-    """Bytes of the file read for the bulk path, cut after their last ';\\n'."""
-
-    length: int  # bytes read (fewer than asked: the end of the file)
-    cut: int  # bytes up to and including the last ";\n" (all of them at the end of the file)
-    text: str | None  # those bytes decoded; None when no ";\n" was found
-    parts: pl.Series | None = None  # the text split at ";\n" (what follows the last dropped)
-
-    def statements(self) -> pl.Series:
-        if self.parts is None:
-            assert self.text is not None
-            pieces = self.text.split(END)
-            pieces.pop()  # what follows the last ";\n": not a whole statement
-            self.parts = pl.Series("s", pieces, dtype=pl.String)
-        return self.parts
-
-
-def _read_block(fd: int, start: int, size: int, encoding: str, split: bool) -> _Block:
-    data = os.pread(fd, size, start)  # no shared file position: a helper thread may read ahead
-    cut = len(data) if len(data) < size else data.rfind(b";\n") + 2
-    if cut <= 1:
-        return _Block(len(data), cut, None)
-    blk = _Block(len(data), cut, str(memoryview(data)[:cut], encoding))
-    if split:
-        blk.statements()
-    return blk
-
-
-class _Ahead:
-    """One block read, decoded and split on a helper thread; always joined by take()."""
-
-    def __init__(self, fd: int, start: int, size: int, encoding: str, split: bool) -> None:
-        self.key = (start, size)
-        self.result: _Block | BaseException | None = None
-        self.thread = threading.Thread(target=self._read, args=(fd, start, size, encoding, split),
-                                       name="sluice-sql-ahead", daemon=True)
-        self.thread.start()
-
-    def _read(self, fd: int, start: int, size: int, encoding: str, split: bool) -> None:
-        try:
-            self.result = _read_block(fd, start, size, encoding, split)
-        except BaseException as exc:  # noqa: BLE001 - the main thread reads the block again and raises
-            self.result = exc
-
-    def take(self, start: int, size: int) -> _Block | None:
-        self.thread.join()
-        ok = self.key == (start, size) and isinstance(self.result, _Block)
-        return self.result if ok and isinstance(self.result, _Block) else None
-
-
-@dataclass
 class _Rows:
     """Rows gathered for the next ParsedChunk of the current table."""
 
@@ -294,10 +197,10 @@ class _Parser:
         self.head = ""  # the head most recently seen, tried first
         self.tables: dict[tuple[str | None, str], TableInfo] = {}
         self.csv = csv  # fast rows as CSV (CsvChunk) rather than frames
-        self.block = _MIN_BLOCK
         name = codecs.lookup(encoding).name
-        self.single_byte = name != "utf-8" and name != "utf-8-sig"
-        self.fast_encoding = not self.single_byte or name.startswith(_ONE_BYTE)
+        single_byte = name != "utf-8" and name != "utf-8-sig"
+        self.fast_encoding = not single_byte or name.startswith(_ONE_BYTE)
+        self.blocks = BlockReader(self.r.f.fileno(), encoding, single_byte)
         self.acc = _Rows()
         self.careful_until = 0
         # After the bulk path refuses a statement, the next statements go the careful way, twice
@@ -305,8 +208,6 @@ class _Parser:
         self.careful_left = self.careful_streak = 0
         self.ignored = 0
         self.carry: str | None = None  # the rest of a line after a statement's ';'
-        self.not_single: set[str] = set()  # heads whose statements are not all one row as pg_dump writes it
-        self.ahead: _Ahead | None = None  # the next block, being read on a helper thread
 
     # -- the main loop -------------------------------------------------------------------
 
@@ -314,7 +215,7 @@ class _Parser:
         try:
             yield from self._run()
         finally:
-            self._claim(-1, 0)  # a block read ahead and not used: its thread is joined
+            self.blocks.close()  # a block read ahead and not used: its thread is joined
             self.r.f.close()
 
     def _run(self) -> Iterator[Chunk]:
@@ -365,24 +266,11 @@ class _Parser:
         """Statements from `start` on with this head: found by quote parity, checked and parsed in bulk."""
         target = self.heads[head]
         info = self.tables[target.key]
-        size = self.block
-        while True:
-            lane = self._one_pass(head, info)
-            blk = self._claim(start, size) or _read_block(self.r.f.fileno(), start, size, self.encoding, lane)
-            at_eof = blk.length < size
-            if blk.text is not None and not at_eof:
-                # The next block most likely starts where this one was cut: read and split it
-                # on a helper thread while this one is checked (polars lets go of the GIL).
-                self.ahead = _Ahead(self.r.f.fileno(), start + blk.cut, min(self.block * 2, _MAX_BLOCK),
-                                    self.encoding, lane)
-            g = self._gather_block(blk, head, info) if blk.text is not None else None
-            if g is not None:
-                break
-            if at_eof or size >= _FAST_LIMIT:  # no end found by parity: the careful way
-                self.careful_until = start + 1
-                self.r.seek(start, line)
-                return
-            size *= 4
+        g = self.blocks.gather(start, head, info.width, info.on_conflict)
+        if g is None:  # no end found by parity: the careful way
+            self.careful_until = start + 1
+            self.r.seek(start, line)
+            return
         n = len(g.bodies)
         bad_oc = (g.on_conflict != info.on_conflict).arg_true()
         n_ok = int(bad_oc[0]) if len(bad_oc) else n  # a change of ON CONFLICT: the careful way names the line
@@ -417,36 +305,16 @@ class _Parser:
         if n_ok < n:
             self.r.seek(start + int(g.start[n_ok]), line + int(g.first_line[n_ok]))
             self.careful_until = start + int(g.end[n_ok])
-            self.block = _MIN_BLOCK
+            self.blocks.shrink()
             if n_ok == 0:
                 self.careful_streak = min(max(1, self.careful_streak * 2), 4096)
                 self.careful_left = self.careful_streak
         else:
             self.r.seek(start + int(g.end[-1]), line + g.lines)
-            self.block = min(self.block * 2, _MAX_BLOCK)
+            self.blocks.grow()
             self.careful_streak = 0
         if len(self.acc.lines) >= self.rows_per_chunk:
             yield from self._take_rows()
-
-    def _one_pass(self, head: str, info: TableInfo) -> bool:
-        """Are this head's statements still taken by gather_rows (one-row pg_dump INSERTs)?"""
-        return not info.on_conflict and head not in self.not_single
-
-    def _gather_block(self, blk: _Block, head: str, info: TableInfo) -> Gathered | None:
-        """The block's statements: one-row statements found and checked in one pass while that works."""
-        assert blk.text is not None
-        if self._one_pass(head, info):
-            g = gather_rows(blk.statements(), head, info.width, single_byte=self.single_byte)
-            if isinstance(g, Gathered):
-                return g
-            if not g:
-                self.not_single.add(head)  # rows-per-insert or odd values: quote parity from now on
-        return gather(blk.text, head, single_byte=self.single_byte)
-
-    def _claim(self, start: int, size: int) -> _Block | None:
-        """The block read ahead, if it is the one asked for; any other is dropped (its thread joined)."""
-        ahead, self.ahead = self.ahead, None
-        return ahead.take(start, size) if ahead is not None else None
 
     # -- the careful way -------------------------------------------------------------------
 
@@ -550,32 +418,6 @@ class _Parser:
             frame = pl.concat(acc.frames) if len(acc.frames) > 1 else acc.frames[0]
             yield ParsedChunk(acc.target, frame, acc.lines, acc.statements, acc.end, self.ignored, acc.on_conflict)
         self.acc = _Rows(acc.target, acc.on_conflict)
-
-
-_COPY_ENDS = frozenset((b"\\.\n", b"\\.\r\n", b"\\.", b"\\.\r"))  # the last two only at the end of the file
-
-
-def copy_block_end(f: BinaryIO, start: int) -> tuple[int, int, int] | None:
-    """Where the COPY data starting at `start` ends: (end of its rows, offset after the `\\.` line, rows).
-
-    The end is the first line that is exactly `\\.` (a `\\r` before its newline, or no
-    newline at the end of the file, allowed). COPY text escapes newlines inside values, so
-    a raw newline always ends a row: the rows are only counted, line by line in C with a
-    1 MB buffer (about 150 ns a row; bytes.find + bytes.count over the same bytes measured
-    slower on pg_dump's rows). None when the file ends first.
-    """
-    with open(f.fileno(), "rb", buffering=1 << 20, closefd=False) as g:
-        g.seek(start)
-        readline = g.readline
-        rows = 0
-        while True:
-            raw = readline()
-            if not raw:
-                return None
-            if raw[:2] == b"\\." and raw in _COPY_ENDS:
-                after = g.tell()
-                return after - len(raw), after, rows
-            rows += 1
 
 
 def _only_comments(text: str, line: int) -> bool:
