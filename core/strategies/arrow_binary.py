@@ -21,6 +21,8 @@ from typing import Any
 
 import polars as pl
 
+from core.strategies.fixed_width_times import fixed_dates, fixed_timestamps
+
 # Shapes polars parses exactly as PostgreSQL does (anything else goes to the text converters).
 # Year 0000 is refused by PostgreSQL but read by polars as 1 BC, hence the year's shape.
 _YEAR = r"([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9])"
@@ -31,6 +33,7 @@ _TIME = r"^\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
 _UUID = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 _FLOAT_WORD = r"(?i)^[+-]?(inf|infinity|nan)$"
 _NONZERO_MANTISSA = r"^[^eE]*[1-9]"
+_SPACE = " \t\n\r\v\f"  # C isspace
 _BOOL = {"t": True, "true": True, "yes": True, "y": True, "on": True, "1": True,
          "f": False, "false": False, "no": False, "n": False, "off": False, "0": False}
 _BASE = re.compile(r"^([a-z ]+?)\s*(\((\d+)(?:\s*,\s*(\d+))?\))?$")
@@ -41,14 +44,29 @@ def _where(s: pl.Series, pattern: str, parsed: pl.Series) -> pl.Series:
     return pl.select(pl.when(s.str.contains(pattern)).then(parsed).otherwise(None)).to_series()
 
 
+def _strip(s: pl.Series) -> pl.Series:
+    """Without the spaces PostgreSQL's number and boolean input skips (C isspace): polars'
+    own strip_chars() would also drop Unicode spaces such as U+00A0, which the server refuses."""
+    return s.str.strip_chars(_SPACE)
+
+
+def _cast(s: pl.Series, dtype: pl.DataType | type[pl.DataType]) -> pl.Series:
+    v = s.cast(dtype, strict=False)
+    if v.null_count() == s.null_count():
+        return v  # the usual column: no value has spaces around it, nothing to strip
+    return _strip(s).cast(dtype, strict=False)
+
+
 def _ints(dtype: pl.DataType | type[pl.DataType]) -> Callable[[pl.Series], pl.Series]:
-    return lambda s: s.str.strip_chars().cast(dtype, strict=False)
+    return lambda s: _cast(s, dtype)
 
 
 def _float8(s: pl.Series) -> pl.Series:
-    t = s.str.strip_chars()
-    v = t.cast(pl.Float64, strict=False)
+    v = _cast(s, pl.Float64)
+    if not (v.is_infinite() | (v == 0)).any():
+        return v
     # polars turns 1e400 into inf and 1e-400 into 0, where PostgreSQL refuses both.
+    t = _strip(s)
     overflow = v.is_infinite() & ~t.str.contains(_FLOAT_WORD)
     underflow = (v == 0) & t.str.contains(_NONZERO_MANTISSA)
     return pl.select(pl.when(overflow | underflow).then(None).otherwise(v)).to_series()
@@ -60,14 +78,20 @@ def _bool(s: pl.Series) -> pl.Series:
                      .otherwise(None).alias(s.name)).to_series()
     if fast.null_count() == s.null_count():
         return fast
-    return s.str.strip_chars().str.to_lowercase().replace_strict(_BOOL, default=None, return_dtype=pl.Boolean)
+    return _strip(s).str.to_lowercase().replace_strict(_BOOL, default=None, return_dtype=pl.Boolean)
 
 
 def _date(s: pl.Series) -> pl.Series:
+    fixed = fixed_dates(s)
+    if fixed is not None:
+        return fixed
     return _where(s, _DATE, s.str.to_date("%Y-%m-%d", strict=False))
 
 
 def _timestamp(s: pl.Series) -> pl.Series:
+    fixed = fixed_timestamps(s)  # one width on every row (the usual file): numpy, from the digits
+    if fixed is not None:
+        return fixed
     # Where the regex holds, the fields sit at fixed offsets: the date part goes through
     # polars' fast ISO-date path and the time of day is summed from its digits, which takes
     # half the time of str.to_datetime (chrono's format-driven parser). Hours past 23 and
@@ -107,7 +131,7 @@ def _numeric(precision: int, scale: int) -> Callable[[pl.Series], pl.Series]:
     # `precision - scale` integer digits (PostgreSQL would round or refuse the others).
     whole = precision - scale
     shape = rf"^[+-]?\d{{1,{whole}}}(\.\d{{0,{scale}}})?$" if whole > 0 else rf"^[+-]?0?(\.\d{{0,{scale}}})?$"
-    return lambda s: _where(s.str.strip_chars(), shape, s.str.strip_chars().cast(pl.Decimal(precision, scale),
+    return lambda s: _where(_strip(s), shape, _strip(s).cast(pl.Decimal(precision, scale),
                                                                                      strict=False))
 
 

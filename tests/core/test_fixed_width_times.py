@@ -1,0 +1,82 @@
+"""numpy's fixed-width dates and timestamps agree with the polars path on every shape.
+
+The polars path (arrow_binary's regex + parse) is itself checked against the server in
+test_binary_typing.py; here the fast path must give the same value, or the same null
+(the batch then goes as text), on random values of every kind, valid or not.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import polars as pl
+import pytest
+
+from core.strategies import arrow_binary as ab
+from core.strategies.fixed_width_times import fixed_dates, fixed_timestamps
+
+
+def _polars_path(monkeypatch: pytest.MonkeyPatch, kind: str, s: pl.Series) -> pl.Series:
+    with monkeypatch.context() as m:
+        m.setattr(ab, "fixed_timestamps", lambda _s: None)
+        m.setattr(ab, "fixed_dates", lambda _s: None)
+        return ab._timestamp(s) if kind == "ts" else ab._date(s)
+
+
+def _value(rng: random.Random, width: int) -> str:
+    year = rng.choice(["0000", "0001", "1582", "1900", "2000", "2023", "2024", "9999", "12a4", "-123"])
+    month = rng.choice(["00", "01", "02", "04", "12", "13", "1a", " 1"])
+    day = rng.choice(["00", "01", "28", "29", "30", "31", "32", "3 "])
+    text = f"{year}-{month}-{day}"
+    if width > 10:
+        sep = rng.choice([" ", "T", "t", "_"])
+        hour, minute, second = (rng.choice(["00", "09", "23", "24", "59", "60", "9x"]) for _ in range(3))
+        text += f"{sep}{hour}:{minute}:{second}"
+        if width > 19:
+            text += rng.choice([".", ".", ","]) + "".join(rng.choice("0123456789a") for _ in range(width - 20))
+    if rng.random() < 0.05:
+        text = text.replace("-", "/", 1)
+    assert len(text) == width
+    return text
+
+
+@pytest.mark.parametrize("width", [10, 19, 20, 21, 23, 26])
+def test_every_shape_types_as_the_polars_path(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    rng = random.Random(width)
+    values = [_value(rng, width) if rng.random() > 0.1 else None for _ in range(20_000)]
+    s = pl.Series("v", values)
+    kind = "date" if width == 10 else "ts"
+    fast = fixed_dates(s) if kind == "date" else fixed_timestamps(s)
+    if width == 20:  # a dot with no decimals is not a shape either path types
+        assert fast is None
+        return
+    assert fast is not None
+    expected = _polars_path(monkeypatch, kind, s)
+    assert fast.dtype == expected.dtype
+    assert fast.to_list() == expected.to_list()
+    assert fast.null_count() > s.null_count()  # the random values do hold untypable ones
+
+
+def test_calendar_edges() -> None:
+    days = ["0001-01-01", "1900-02-28", "2000-02-29", "2024-02-29", "1969-12-31", "1970-01-01", "9999-12-31"]
+    assert fixed_dates(pl.Series(days)).to_list() == [dt.date.fromisoformat(d) for d in days]  # type: ignore[union-attr]
+    bad = ["1900-02-29", "2023-02-29", "2024-04-31", "0000-01-01", "2024-00-10"]
+    assert fixed_dates(pl.Series(bad)).null_count() == len(bad)  # type: ignore[union-attr]
+    stamps = ["0001-01-01 00:00:00.000001", "1969-12-31T23:59:59.999999", "9999-12-31 23:59:59.123456"]
+    assert fixed_timestamps(pl.Series(stamps)).to_list() == [  # type: ignore[union-attr]
+        dt.datetime.fromisoformat(t) for t in stamps
+    ]
+    assert fixed_timestamps(pl.Series(["2024-01-01 24:00:00", "2024-01-01 23:59:60"])).null_count() == 2  # type: ignore[union-attr]
+    assert fixed_timestamps(pl.Series(["2024-01-01 10:00:00.5"])).to_list() == [dt.datetime(2024, 1, 1, 10, 0, 0, 500000)]  # type: ignore[union-attr]
+
+
+def test_a_column_of_several_widths_is_left_to_polars() -> None:
+    assert fixed_timestamps(pl.Series(["2024-01-01 10:00:00", "2024-01-01 10:00:00.5"])) is None
+    assert fixed_dates(pl.Series(["2024-01-01", "2024-1-01"])) is None
+    assert fixed_dates(pl.Series([None, None], dtype=pl.String)) is None
+
+
+def test_a_slice_of_a_larger_column_reads_its_own_rows() -> None:
+    s = pl.Series([f"2024-01-0{i}" for i in range(1, 10)])
+    assert fixed_dates(s.slice(3, 4)).to_list() == [dt.date(2024, 1, i) for i in range(4, 8)]  # type: ignore[union-attr]
