@@ -1,6 +1,6 @@
 """pg_dump's data shapes loaded by Sluice and replayed by psql (issue 12).
 
-    python -m bench.pgdump_bench [--rows 336776] [--dsn DSN] [--repeat 3] [--shapes plain,inserts,...]
+    python -m bench.pgdump_bench [--rows 336776] [--dsn DSN] [--load-dsn DSN] [--repeat 3] [--shapes plain,...]
 
 Makes a flights-like table (text with quotes, commas and the odd newline, dates,
 timestamptz, numerics, NULLs) in the server, dumps it with the machine's `pg_dump
@@ -11,6 +11,11 @@ emptied copy of the table: `psql -f` for the plain COPY shape (the issue's bar f
 (EXCEPT ALL both ways). Besides wall time, each command's own CPU (user+sys of the child
 process, from getrusage) is reported: on a shared machine it moves less than wall time.
 Sluice's modules are compiled to bytecode first, as an installed copy has them.
+
+`--load-dsn` loads into another server than the one dumped (`--dsn`), e.g. the embedded
+PostgreSQL 18 (`python -m app server start` prints its URI), which the machine's pg_dump 15
+cannot dump: the same table is made in both (the fill is deterministic), dumped from
+`--dsn`, and both contestants load into `--load-dsn`, where Sluice's table is checked.
 """
 
 from __future__ import annotations
@@ -137,7 +142,8 @@ def time_psql(dsn: str, path: Path, one: bool) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.pgdump_bench")
     p.add_argument("--rows", type=int, default=336_776)
-    p.add_argument("--dsn", default=DEFAULT_DSN)
+    p.add_argument("--dsn", default=DEFAULT_DSN, help="the server the table is made in and dumped from")
+    p.add_argument("--load-dsn", help="the server both contestants load into (default: --dsn)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--folder", default="bench/data/pgdump")
@@ -150,18 +156,23 @@ def main(argv: list[str] | None = None) -> int:
     # set, every command would compile them again (about 0.1 s each).
     subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "core"], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)
+    load_dsn = a.load_dsn or a.dsn
     make_table(a.dsn, a.rows)
+    if load_dsn != a.dsn:
+        make_table(load_dsn, a.rows)  # the source again, for the check
+    with psycopg.connect(load_dsn) as c:
+        server = f"PostgreSQL {c.info.server_version // 10000}.{c.info.server_version % 100}"
     results: list[dict[str, Any]] = []
     for shape in a.shapes.split(","):
         path = dump(a.dsn, shape, folder)
         one = shape != "plain"  # the issue's bars: psql -f for plain COPY dumps, psql -1 -f for INSERTs
         runs: dict[str, list[tuple[float, float]]] = {"sluice": [], "psql": []}
         for _ in range(a.repeat):  # interleaved: A B A B ...
-            runs["psql"].append(time_psql(a.dsn, path, one=one))
-            runs["sluice"].append(time_sluice(a.dsn, path))
+            runs["psql"].append(time_psql(load_dsn, path, one=one))
+            runs["sluice"].append(time_sluice(load_dsn, path))
         s, q = (statistics.median(w for w, _c in runs[k]) for k in ("sluice", "psql"))
         s_cpu, q_cpu = (statistics.median(c for _w, c in runs[k]) for k in ("sluice", "psql"))
-        row = {"shape": shape, "rows": a.rows, "mb": round(os.path.getsize(path) / 1e6, 1),
+        row = {"shape": shape, "server": server, "rows": a.rows, "mb": round(os.path.getsize(path) / 1e6, 1),
                "psql": "psql -1 -f" if one else "psql -f",
                "sluice_s": round(s, 2), "psql_s": round(q, 2), "ratio": round(q / s, 2),
                "sluice_cpu_s": round(s_cpu, 2), "psql_cpu_s": round(q_cpu, 2),

@@ -7,14 +7,22 @@ Rows of `INSERT ... ON CONFLICT DO NOTHING` statements are copied into a tempora
 table and moved with `INSERT ... SELECT ... ON CONFLICT DO NOTHING` in file order, so a
 row whose key is already there is kept and the new one dropped, as psql would; the
 dropped rows are counted.
+
+A COPY block of at least SPLIT_BYTES goes over two connections where the server has
+two-phase commit: cut at a row boundary near its middle, each half streamed by its own
+connection (so the server parses the block on two cores), both branches of one two-phase
+transaction (core/protocols/two_phase.py), still all or nothing. Everything else stays on
+the first connection, in file order.
 """
 
 from __future__ import annotations
 
+import mmap
+import threading
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -24,13 +32,20 @@ from core.db import TableRef, connect, table_columns
 from core.diagnose import server_reason
 from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem
 from core.events import Phase
-from core.sources.sql_source import CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
+from core.protocols.two_phase import LOCK_TIMEOUT, LOCK_WAIT, TwoPhaseGroup
+from core.sources.sql_source import CACHE_LIMIT, CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
 from core.sources.sqlscript_parser import Chunk, TableInfo
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 
 if TYPE_CHECKING:
     from core.job import LoadJob, LoadResult
     from core.plan import Plan
+
+SPLIT_BYTES = 16 << 20
+"""A COPY block this big or bigger is cut in two and sent over two branches of a two-phase commit
+(where that is allowed): below it, the second connection, the lock connection and the two-phase
+commit's round trips and fsyncs cost more than the server's second core saves."""
+HALF_VIEW = 4 << 20  # bytes per write of a half: progress and Cancel act between writes
 
 _FORMATS = {
     "text": sql.SQL(""),
@@ -110,6 +125,21 @@ class _Stream:
     origins: list[tuple[int, Chunk]] = field(default_factory=list)  # (first record, chunk)
 
 
+class _Halted(Exception):
+    """The other half of a split block failed: this half's COPY ends with an error too."""
+
+
+@dataclass
+class _Part:
+    """One half of a split COPY block, and what its connection did with it."""
+
+    chunk: CopyChunk  # the half's byte range (its first_line is the block's until an error asks)
+    conn: psycopg.Connection[Any]
+    sent: int = 0  # bytes written so far (read by the main thread for progress)
+    rows: int = 0  # rows the server took, once its COPY ended
+    error: BaseException | None = None
+
+
 class ScriptLoad:
     def __init__(self, job: LoadJob, dsn: str, plan: Plan) -> None:
         assert isinstance(plan.source, SqlScriptSource)
@@ -118,6 +148,13 @@ class ScriptLoad:
         self.tables: dict[tuple[str | None, str], _Table] = {}
         self.stream: _Stream | None = None
         self.dropped = 0
+        # Splitting a big COPY block over two branches of a two-phase commit (SPLIT_BYTES):
+        self.splittable: set[tuple[str | None, str]] = set()  # tables whose big blocks may be split
+        self.group: TwoPhaseGroup | None = None
+        self.other: psycopg.Connection[Any] | None = None  # branch 1, opened at the first split
+        self.halt = threading.Event()  # one half failed (or Cancel): the other stops writing
+        self.splits: list[str] = []  # what went over two branches, for the log and --json reason
+        self._unhooks: list[Callable[[], None]] = []
 
     def run(self) -> LoadResult:
         from core.job import LoadResult
@@ -125,7 +162,7 @@ class ScriptLoad:
         job, spec = self.job, self.spec
         job._emit(Phase.PREPARING, force=True)
         conn = connect(self.dsn)
-        unhook = job.cancel.add_hook(conn.cancel_safe)
+        self._unhooks.append(job.cancel.add_hook(conn.cancel_safe))
         try:
             self._prepare(conn)
             job._emit(Phase.LOADING, force=True)
@@ -141,9 +178,12 @@ class ScriptLoad:
             for t in self.tables.values():
                 self._move(conn, t)
             job.cancel.check()
-            conn.commit()
+            if self.group is not None:
+                self.group.commit()
+            else:
+                conn.commit()
         except Cancelled:
-            conn.rollback()
+            self._rollback(conn)
             job._emit(Phase.CANCELLED, force=True)
             raise
         except psycopg.Error as exc:
@@ -157,8 +197,13 @@ class ScriptLoad:
             self._rollback(conn)
             raise
         finally:
-            unhook()
+            for unhook in self._unhooks:
+                unhook()
             conn.close()
+            if self.other is not None:
+                self.other.close()
+            if self.group is not None:
+                self.group.close()
         job._emit(Phase.DONE, force=True)
         for t in self.tables.values():
             job.on_log(f"{t.info.target.display()} -> {t.ref.display()}: {t.info.rows:,} rows")
@@ -166,7 +211,7 @@ class ScriptLoad:
             job.on_log(f"{self.dropped:,} rows dropped: their key was already in the table (ON CONFLICT DO NOTHING)")
         return LoadResult(
             spec.strategy, job.rows_read, job.rows_loaded, 0, time.monotonic() - job._t0, job.bytes_read,
-            load_seconds=job._load_seconds(), rows_dropped=self.dropped,
+            load_seconds=job._load_seconds(), rows_dropped=self.dropped, reason="; ".join(self.splits),
         )
 
     # -- set-up -------------------------------------------------------------------------
@@ -189,34 +234,80 @@ class ScriptLoad:
                         f"table {ref.display()} has {len(cols)} columns; the script's rows have {info.width}"
                     )
                 names = [c.name for c in cols[: info.width]]
-            t = _Table(info, ref, names)
+            self.tables[info.target.key] = _Table(info, ref, names)
+        self.splittable = self._splittable(conn)
+        if self.splittable:
+            conn.rollback()  # only catalog reads so far: the branch starts before anything is written
+            self.group = TwoPhaseGroup(self.dsn, next(iter(self.tables.values())).ref.schema, 2)
+            self.group.join(conn)
+        for t in self.tables.values():
             if self.spec.target.mode is LoadMode.TRUNCATE:
-                conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
-            if info.on_conflict:
+                conn.execute(sql.SQL("TRUNCATE {}").format(t.ref.ident()))
+            if t.info.on_conflict:
                 t.stage = TableRef(f"_sluice_ocdn_{uuid.uuid4().hex[:12]}")
                 conn.execute(sql.SQL("CREATE TEMP TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
-                    t.stage.ident(), ref.ident()))
+                    t.stage.ident(), t.ref.ident()))
                 conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN _sluice_ord bigint GENERATED ALWAYS AS IDENTITY")
                              .format(t.stage.ident()))
-            self.tables[info.target.key] = t
+
+    def _splittable(self, conn: psycopg.Connection[Any]) -> set[tuple[str | None, str]]:
+        """The tables whose COPY blocks of SPLIT_BYTES or more may go over two branches.
+
+        None when a block must stay on one connection: other commit or error settings; truncate
+        (its lock would keep the second branch out) or ON CONFLICT (staged on this connection);
+        a script decoded from another encoding; a server without client two-phase commit, or
+        Citus. Nor a table with a foreign key (a branch cannot see rows the other one wrote),
+        or one that a table of this script references (its checks would not see the other
+        branch's rows).
+        """
+        from core.protocols.target import inspect
+
+        spec, source = self.spec, self.source
+        if (spec.commit is not CommitMode.SINGLE or spec.on_error is not ErrorPolicy.ABORT
+                or spec.target.mode is not LoadMode.APPEND or source.on_conflict or not self._utf8):
+            return set()
+        if source.size <= CACHE_LIMIT:  # the source holds its chunks: the sizes are known
+            big = {c.target.key for c in source.load_chunks() if isinstance(c, CopyChunk) and c.length >= SPLIT_BYTES}
+        else:
+            big = {t.target.key for t in source.selected if t.kind == "copy"}
+        if not big:
+            return set()
+        server = inspect(conn, self.tables[next(iter(big))].ref)
+        if not server.two_phase or server.citus:
+            return set()
+        oids: dict[tuple[str | None, str], int | None] = {}
+        for key, t in self.tables.items():
+            row = conn.execute("SELECT to_regclass(%s)::oid", [t.ref.ident().as_string(conn)]).fetchone()
+            oids[key] = row[0] if row else None
+        mine = [o for o in oids.values() if o is not None]
+        fks = conn.execute(
+            "SELECT conrelid, confrelid FROM pg_constraint WHERE contype = 'f'"
+            " AND (conrelid = ANY(%s::oid[]) OR confrelid = ANY(%s::oid[]))", [mine, mine]
+        ).fetchall()
+        tied = {child for child, _parent in fks} | {parent for child, parent in fks if child in mine}
+        return {key for key in big if oids.get(key) is not None and oids[key] not in tied}
+
+    @property
+    def _utf8(self) -> bool:
+        return self.source.encoding.replace("_", "-").lower() in ("utf-8", "utf8")
 
     # -- sending ------------------------------------------------------------------------
 
     def _send(self, conn: psycopg.Connection[Any], chunk: Chunk) -> None:
         t = self.tables[chunk.target.key]
+        if (isinstance(chunk, CopyChunk) and chunk.length >= SPLIT_BYTES and chunk.target.key in self.splittable
+                and self._split(conn, t, chunk)):
+            return
         fmt = "text" if isinstance(chunk, CopyChunk) else "csvq" if isinstance(chunk, CsvChunk) else "csv"
         s = self.stream
         if s is None or s.table is not t or s.fmt != fmt:
             self._end_stream()
-            dest = t.stage or t.ref
-            cols = sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
-            stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(dest.ident(), cols) + _FORMATS[fmt]
             cur = conn.cursor()
-            manager = cur.copy(stmt)
+            manager = cur.copy(self._copy_sql(t, fmt))
             s = self.stream = _Stream(t, fmt, manager.__enter__(), cur, manager)
         s.origins.append((s.records, chunk))
         if isinstance(chunk, CopyChunk):
-            if self.source.encoding.replace("_", "-").lower() in ("utf-8", "utf8"):
+            if self._utf8:
                 for view in chunk.views(str(self.source.path)):  # the file's own bytes, no copy in Python
                     s.copy.write(view)
             else:
@@ -228,6 +319,11 @@ class ScriptLoad:
             assert isinstance(chunk, ParsedChunk)
             s.copy.write(chunk.frame.write_csv(include_header=False))
         s.records += chunk.rows
+
+    def _copy_sql(self, t: _Table, fmt: str) -> sql.Composed:
+        dest = t.stage or t.ref
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
+        return sql.SQL("COPY {} ({}) FROM STDIN").format(dest.ident(), cols) + _FORMATS[fmt]
 
     def _end_stream(self) -> None:
         s, self.stream = self.stream, None
@@ -244,6 +340,100 @@ class ScriptLoad:
             s.table.staged += n
         else:
             self.job.rows_loaded += n
+
+    # -- a big COPY block over two branches -----------------------------------------------
+
+    def _split(self, conn: psycopg.Connection[Any], t: _Table, chunk: CopyChunk) -> bool:
+        """The block's two halves sent at once, the second by a thread on branch 1; False: no row to cut at."""
+        from core.protocols.chunked import _with_options
+
+        path, job = str(self.source.path), self.job
+        cut = _cut(path, chunk)
+        if cut is None:
+            return False
+        self._end_stream()
+        if self.other is None:
+            self.other = connect(self.dsn, **_with_options(self.dsn, LOCK_TIMEOUT))
+            self._unhooks.append(job.cancel.add_hook(self.other.cancel_safe))
+            assert self.group is not None
+            self.group.join(self.other)
+        first = _Part(replace(chunk, length=cut - chunk.offset), conn)
+        second = _Part(replace(chunk, offset=cut, length=chunk.offset + chunk.length - cut), self.other)
+        stmt = self._copy_sql(t, "text")
+        # Both branches hold their rows until the end: a key in both halves would wait forever.
+        conn.execute("SELECT set_config('lock_timeout', %s, true)", [LOCK_WAIT])
+        rows0, bytes0 = job.rows_read, job.bytes_read
+
+        def progress(check: bool = True) -> None:
+            if check:
+                job.cancel.check()
+            sent = first.sent + second.sent
+            job.rows_read = rows0 + chunk.rows * sent // max(1, chunk.length)  # exact once both have ended
+            job.bytes_read = max(bytes0, chunk.offset + sent)
+            job._emit(Phase.LOADING)
+
+        worker = threading.Thread(target=self._copy_part, args=(stmt, second), name="sluice-script-half", daemon=True)
+        self.halt.clear()
+        worker.start()
+        try:
+            self._copy_part(stmt, first, progress)
+        finally:
+            if first.error is not None:
+                self.halt.set()
+                second.conn.cancel_safe()  # the other half stops now, not at its next write
+            while worker.is_alive():
+                worker.join(0.1)
+                if first.error is None and second.error is None:
+                    progress(check=False)  # Cancel: the hooks cancel both connections
+        job.rows_read = rows0  # the caller adds the block's rows
+        if first.error is not None or second.error is not None:
+            raise self._split_error(t, chunk, first, second)
+        conn.execute("SET LOCAL lock_timeout TO DEFAULT")
+        job.rows_loaded += first.rows + second.rows
+        what = (f"{t.ref.display()}: its COPY block of {chunk.length / 1e6:.0f} MB went over two branches of a "
+                "two-phase commit (two connections, one transaction)")
+        self.splits.append(what)
+        job.on_log(what)
+        return True
+
+    def _copy_part(self, stmt: sql.Composed, part: _Part, progress: Callable[[], None] | None = None) -> None:
+        """One half's COPY on its own connection; an error is kept in `part` (and stops the other half)."""
+        try:
+            with part.conn.cursor() as cur:
+                with cur.copy(stmt) as cp:
+                    for view in part.chunk.views(str(self.source.path), HALF_VIEW):
+                        if self.halt.is_set():
+                            raise _Halted()  # leaving the block with it makes the server abort the COPY
+                        cp.write(view)
+                        part.sent += len(view)
+                        if progress is not None:
+                            progress()
+                part.rows = cur.rowcount if cur.rowcount >= 0 else 0
+        except BaseException as exc:  # noqa: BLE001 - kept for _split_error, which reports the cause
+            part.error = exc
+            self.halt.set()
+
+    def _split_error(self, t: _Table, chunk: CopyChunk, first: _Part, second: _Part) -> BaseException:
+        if self.job.cancel.cancelled:
+            return Cancelled()
+        # The first half's own error names the earlier line, as psql would; it may only have
+        # stopped because the second half failed.
+        part = first if first.error is not None and not isinstance(first.error, _Halted) else second
+        error = part.error
+        assert error is not None
+        if isinstance(error, psycopg.errors.LockNotAvailable):
+            return LoadFailed(
+                f"the two halves of the COPY block of {t.ref.display()} waited on each other: a key of a unique "
+                f"index is in both, and each branch holds its rows until the end ({server_reason(error)}); "
+                "nothing was loaded"
+            )
+        if not isinstance(error, psycopg.Error):
+            return error
+        before = 0 if part is first else _rows_between(str(self.source.path), chunk.offset, part.chunk.offset)
+        origin = replace(part.chunk, first_line=chunk.first_line + before)
+        return self._explain(error, t, [(0, origin)], shift=before)
+
+    # -- the end --------------------------------------------------------------------------
 
     def _move(self, conn: psycopg.Connection[Any], t: _Table) -> None:
         if t.stage is None:
@@ -265,23 +455,34 @@ class ScriptLoad:
                 s.manager.__exit__(RuntimeError, RuntimeError("aborted"), None)
             except (psycopg.Error, RuntimeError):
                 pass
+        if self.group is not None:
+            self.group.rollback()  # every branch, prepared or not
+            return
         try:
             conn.rollback()
         except psycopg.Error:
             pass
 
-    def _explain(self, exc: psycopg.Error) -> Exception:
+    def _explain(self, exc: psycopg.Error, table: _Table | None = None,
+                 origins: list[tuple[int, Chunk]] | None = None, shift: int = 0) -> Exception:
+        """The error as the user should read it; a refused row with its file line.
+
+        `table` and `origins` describe the COPY that failed when it was not the stream (a half of
+        a split block): (record number of the chunk's first row in that COPY, chunk); `shift`:
+        the block's rows before that COPY's first.
+        """
         from core.strategies.copy import copy_error_row
 
         reason = server_reason(exc)
         if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled):
             return LoadFailed(f"the connection failed during the load: {reason}; nothing was loaded")
         record = copy_error_row(exc)
-        s = self.stream
-        if record is None or s is None:
+        if table is None and self.stream is not None:
+            table, origins = self.stream.table, self.stream.origins
+        if record is None or table is None or origins is None:
             return LoadFailed(f"{self.source.path}: {reason}; nothing was loaded")
         line = None
-        for first, chunk in reversed(s.origins):
+        for first, chunk in reversed(origins):
             if first <= record:
                 i = record - first
                 if isinstance(chunk, CopyChunk):
@@ -289,5 +490,32 @@ class ScriptLoad:
                 elif i < len(chunk.lines):
                     line = chunk.lines[i]
                 break
-        where = f" (table {s.table.ref.display()})"
-        return BadRowError(RowProblem(str(self.source.path), record, line, None, None, reason + where))
+        where = f" (table {table.ref.display()})"
+        return BadRowError(RowProblem(str(self.source.path), record + shift, line, None, None, reason + where))
+
+
+def _cut(path: str, chunk: CopyChunk) -> int | None:
+    """Where the block's second half starts: after the first newline at or past its middle.
+
+    COPY text escapes a newline inside a value (`\\n`), so every raw newline ends a row.
+    None when no row starts after the middle.
+    """
+    end = chunk.offset + chunk.length
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        at = mm.find(b"\n", chunk.offset + chunk.length // 2, end)
+    return at + 1 if at >= 0 and at + 1 < end else None
+
+
+def _rows_between(path: str, lo: int, hi: int) -> int:
+    """Rows (newlines) in bytes lo .. hi - 1 of the file: only asked for an error's line."""
+    rows = 0
+    with open(path, "rb") as f:
+        f.seek(lo)
+        left = hi - lo
+        while left > 0:
+            data = f.read(min(left, 1 << 20))
+            if not data:
+                break
+            rows += data.count(b"\n")
+            left -= len(data)
+    return rows

@@ -6,16 +6,15 @@ from __future__ import annotations
 import os
 import queue
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import polars as pl
 import psycopg
 
-from core import janitor
 from core.db import connect
 from core.errors import LoadFailed
+from core.protocols.two_phase import LOCK_TIMEOUT, TwoPhaseGroup
 from core.strategies.base import Strategy, WriteFailed, register
 from core.strategies.copy import copy_error_row, csv_copy_sql
 
@@ -125,12 +124,11 @@ class ParallelCopy(Strategy):
         self._fail_lock = threading.Lock()
         self._first_error: BaseException | None = None
         self.copy_stmt = csv_copy_sql(self)
-        self._gtrid = f"sluice-{uuid.uuid4().hex[:16]}"
         # Everything rollback() and close() look at exists before the first connection is tried,
         # so a refused one is reported as it is and closes the ones opened before it.
         self.conns: list[psycopg.Connection[Any]] = []
         self._unhooks: list[Callable[[], None]] = []
-        self._lock_conn: psycopg.Connection[Any] | None = None
+        self._group = TwoPhaseGroup(self.ctx.dsn, self.ctx.table.schema, n) if self.two_phase else None
         self.workers: list[_Worker] = []
         self._finished = True  # no worker to stop yet
         self._row = 0
@@ -138,16 +136,13 @@ class ParallelCopy(Strategy):
             for _ in range(n):
                 # One open transaction per stream for the whole run: a key repeated across
                 # streams would wait forever (see chunked.STREAM_LOCK_TIMEOUT).
-                c = connect(self.ctx.dsn, options="-c lock_timeout=5s")
+                c = connect(self.ctx.dsn, options=LOCK_TIMEOUT)
                 self.conns.append(c)
                 self._unhooks.append(self.ctx.cancel.add_hook(c.cancel_safe))
             self.conn = self.conns[0]
-            if self.two_phase:
-                # While this session lives, the janitor of another process leaves the group alone.
-                self._lock_conn = connect(self.ctx.dsn, autocommit=True)
-                janitor.hold(self._lock_conn, self._gtrid)
-                for i, c in enumerate(self.conns):
-                    c.tpc_begin(c.xid(1, self._gtrid, f"{i}/{n}"))
+            if self._group is not None:
+                for c in self.conns:
+                    self._group.join(c)
         except BaseException:
             self.close()
             raise
@@ -271,16 +266,8 @@ class ParallelCopy(Strategy):
 
     def commit(self) -> None:
         self.flush()
-        if self.two_phase:
-            for c in self.conns:
-                c.tpc_prepare()
-            # The decision is durable before the first branch commits, so a janitor finishing
-            # after a crash knows to commit the rest rather than roll back what is left.
-            assert self._lock_conn is not None
-            janitor.record_commit_decision(self._lock_conn, self.ctx.table.schema, self._gtrid)
-            for c in self.conns:
-                c.tpc_commit()
-            janitor.forget_decision(self._lock_conn, self.ctx.table.schema, self._gtrid)
+        if self._group is not None:
+            self._group.commit()
         else:
             for c in self.conns:
                 c.commit()
@@ -291,14 +278,14 @@ class ParallelCopy(Strategy):
             for c in self.conns:
                 c.cancel_safe()
             self._stop_workers()
+        if self._group is not None:
+            self._group.rollback()
+            return
         for c in self.conns:
             if c.closed:
                 continue
             try:
-                if self.two_phase:
-                    c.tpc_rollback()
-                else:
-                    c.rollback()
+                c.rollback()
             except psycopg.Error:
                 pass
 
@@ -308,5 +295,5 @@ class ParallelCopy(Strategy):
             u()
         for c in self.conns:
             c.close()
-        if self._lock_conn is not None:
-            self._lock_conn.close()
+        if self._group is not None:
+            self._group.close()

@@ -1,0 +1,217 @@
+"""A big COPY block of a plain dump cut in two and sent over two branches of a two-phase commit.
+
+SPLIT_BYTES is lowered so a few thousand rows count as big. Two branches show as two
+transactions: the rows of a split block carry two different xmin values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from core import job as jobmod
+from core import script_load
+from core.cancel import CancelToken
+from core.errors import BadRowError, Cancelled
+from core.events import Phase, Progress
+from core.job import LoadJob, LoadResult
+from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
+
+ROWS = 3000
+HEAD = "--\n-- PostgreSQL database dump\n--\n\nSET statement_timeout = 0;\n\n"  # the COPY line is line 7
+DDL = "CREATE TABLE {} (id integer PRIMARY KEY, note text, at timestamptz)"
+
+
+def _row(i: int) -> str:
+    notes = ["plain", "tab\\there", "two\\nlines", "back\\\\slash", "\\N", "", "émoji 🎉", "comma, \"quote\""]
+    at = "\\N" if i % 11 == 0 else f"2024-01-{1 + i % 28:02d} 10:{i % 60:02d}:00+00"
+    return f"{i}\t{notes[i % len(notes)]}\t{at}\n"
+
+
+def _dump(tmp_path: Path, table: str, rows: list[str], name: str = "dump.sql", before: str = "") -> Path:
+    path = tmp_path / name
+    text = HEAD + before + f"COPY public.{table} (id, note, at) FROM stdin;\n" + "".join(rows) + "\\.\n\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _load(dsn: str, path: Path, table: str, **kw: Any) -> LoadResult:
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=kw.pop("mode", LoadMode.APPEND)),
+                    strategy="copy-csv", dsn=dsn)
+    return LoadJob(spec, **kw).run()
+
+
+def _count(conn: psycopg.Connection[Any], table: str, what: str = "count(*)") -> int:
+    row = conn.execute(sql.SQL("SELECT " + what + " FROM {}").format(sql.Identifier(table))).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _branches(conn: psycopg.Connection[Any], table: str) -> int:
+    return _count(conn, table, "count(DISTINCT xmin::text)")
+
+
+def _two_phase(conn: psycopg.Connection[Any]) -> bool:
+    return conn.execute("SELECT current_setting('max_prepared_transactions')::int > 0").fetchone() == (True,)
+
+
+def _nothing_prepared(conn: psycopg.Connection[Any]) -> bool:
+    return conn.execute("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE '%c2x1aWNl%'").fetchone() == (0,)
+
+
+@pytest.fixture
+def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(script_load, "SPLIT_BYTES", 4096)
+
+
+@pytest.fixture
+def split_server(embedded_dsn: str) -> str:
+    with psycopg.connect(embedded_dsn) as c:
+        if not _two_phase(c):
+            pytest.skip("the embedded server has no two-phase commit")
+    return embedded_dsn
+
+
+@pytest.fixture
+def econn(split_server: str) -> Any:
+    with psycopg.connect(split_server, autocommit=True) as c:
+        yield c
+
+
+def _table(conn: psycopg.Connection[Any], made: list[str], prefix: str) -> str:
+    import uuid
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    conn.execute(sql.SQL(DDL).format(sql.Identifier(name)))
+    made.append(name)
+    return name
+
+
+@pytest.fixture
+def tables(econn: psycopg.Connection[Any]) -> Any:
+    made: list[str] = []
+    yield lambda prefix="t": _table(econn, made, prefix)
+    for name in reversed(made):
+        econn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.mark.usefixtures("small_split")
+def test_a_big_block_loads_exactly_over_two_branches(
+    split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    split, one = tables("split"), tables("one")
+    rows = [_row(i) for i in range(1, ROWS + 1)]
+    opened: list[psycopg.Connection[Any]] = []
+    real = psycopg.connect
+
+    def connect(conninfo: str = "", **kwargs: Any) -> psycopg.Connection[Any]:
+        opened.append(real(conninfo, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(psycopg, "connect", connect)
+    result = _load(split_server, _dump(tmp_path, split, rows), split)
+    # The job's control connection, the two branches, and the lock that keeps the janitor off the group.
+    assert len(opened) == 4 and all(c.closed for c in opened)
+    monkeypatch.setattr(psycopg, "connect", real)
+    assert result.rows_loaded == result.rows_read == ROWS
+    assert "two branches of a two-phase commit" in result.reason
+    assert _branches(econn, split) == 2
+    monkeypatch.setattr(script_load, "SPLIT_BYTES", 1 << 40)
+    assert _load(split_server, _dump(tmp_path, one, rows, "one.sql"), one).reason == ""
+    assert _branches(econn, one) == 1
+    same = sql.SQL("SELECT count(*) FROM ((TABLE {a} EXCEPT ALL TABLE {b}) UNION ALL (TABLE {b} EXCEPT ALL TABLE {a})) x")
+    assert econn.execute(same.format(a=sql.Identifier(split), b=sql.Identifier(one))).fetchone() == (0,)
+    assert _nothing_prepared(econn)
+
+
+@pytest.mark.usefixtures("small_split")
+@pytest.mark.parametrize("bad", [100, ROWS - 5])  # in the first half, in the second
+def test_a_bad_row_in_either_half_names_its_line_and_loads_nothing(
+    bad: int, split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
+) -> None:
+    t = tables("bad")
+    rows = [_row(i) for i in range(1, ROWS + 1)]
+    rows[bad - 1] = f"{bad}\tfine\tnot a time\n"
+    with pytest.raises(BadRowError) as err:
+        _load(split_server, _dump(tmp_path, t, rows), t)
+    assert err.value.problem.line == 7 + bad  # the COPY line is 7, row i on line 7 + i
+    assert err.value.problem.row == bad - 1
+    assert "not a time" in err.value.problem.reason
+    assert _count(econn, t) == 0 and _nothing_prepared(econn)
+
+
+@pytest.mark.usefixtures("small_split")
+def test_cancel_during_a_split_block_leaves_the_table_as_it_was(
+    split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    t = tables("cancel")
+    econn.execute(sql.SQL("INSERT INTO {} VALUES (0, 'kept', NULL)").format(sql.Identifier(t)))
+    monkeypatch.setattr(script_load, "HALF_VIEW", 1024)  # many writes per half
+    monkeypatch.setattr(jobmod, "PROGRESS_EVERY_S", 0.0)
+    token = CancelToken()
+    seen: list[Progress] = []
+
+    def progress(p: Progress) -> None:
+        seen.append(p)
+        if p.phase is Phase.LOADING and p.rows_read > 0:
+            token.cancel()  # the block is under way on both branches
+
+    with pytest.raises(Cancelled):
+        _load(split_server, _dump(tmp_path, t, [_row(i) for i in range(1, 4 * ROWS)]), t,
+              on_progress=progress, cancel=token)
+    assert any(p.phase is Phase.CANCELLED for p in seen)
+    assert _count(econn, t) == 1 and _nothing_prepared(econn)
+
+
+@pytest.mark.usefixtures("small_split")
+@pytest.mark.parametrize("case", ["child-has-fk", "parent-of-a-loaded-table", "truncate", "latin-1"])
+def test_blocks_that_must_stay_on_one_connection(
+    case: str, split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
+) -> None:
+    parent, child = tables("parent"), tables("child")
+    if case != "truncate":  # else TRUNCATE refuses a referenced table
+        econn.execute(sql.SQL("ALTER TABLE {} ADD FOREIGN KEY (id) REFERENCES {}").format(
+            sql.Identifier(child), sql.Identifier(parent)))
+    rows = [_row(i) for i in range(1, ROWS + 1)]
+    mode, encoding = LoadMode.APPEND, None
+    if case == "child-has-fk":  # its rows must see the parent's, loaded before on branch 0
+        target = child
+        path = _dump(tmp_path, child, rows, before=f"COPY public.{parent} (id, note, at) FROM stdin;\n{''.join(rows)}\\.\n\n")
+    elif case == "parent-of-a-loaded-table":  # the child's checks, on branch 0, must see all its rows
+        target = parent
+        text = HEAD + f"COPY public.{parent} (id, note, at) FROM stdin;\n" + "".join(rows) + "\\.\n\n"
+        text += f"COPY public.{child} (id, note, at) FROM stdin;\n" + "".join(rows[:10]) + "\\.\n"
+        path = tmp_path / "dump.sql"
+        path.write_text(text, encoding="utf-8")
+    else:
+        target = parent
+        path = _dump(tmp_path, parent, [r.replace("🎉", "").replace("é", "e") for r in rows])
+        if case == "truncate":  # the TRUNCATE's lock would keep the second branch out
+            mode = LoadMode.TRUNCATE
+        else:  # decoded piece by piece: not the file's own bytes
+            encoding = "latin-1"
+    spec = LoadSpec(SourceOptions(str(path), encoding=encoding), TargetSpec(parent, mode=mode),
+                    strategy="copy-csv", dsn=split_server)
+    result = LoadJob(spec).run()
+    assert "two branches" not in result.reason
+    assert _count(econn, target) == ROWS and _branches(econn, target) == 1
+
+
+@pytest.mark.usefixtures("small_split")
+def test_a_server_without_two_phase_commit_loads_on_one_connection(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    t = table_name("nosplit")
+    conn.execute(sql.SQL(DDL).format(sql.Identifier(t)))
+    result = _load(dsn, _dump(tmp_path, t, [_row(i) for i in range(1, ROWS + 1)]), t)
+    assert result.rows_loaded == ROWS
+    split = _two_phase(conn)  # the embedded server has it; the machine's (SLUICE_TEST_DSN) may not
+    assert ("two branches" in result.reason) is split
+    assert _branches(conn, t) == (2 if split else 1)
