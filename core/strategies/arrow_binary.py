@@ -221,7 +221,10 @@ class ArrowEncoder:
             typed = col.parse(text) if text.dtype == pl.String else text
             if typed.null_count() != text.null_count():
                 return None
-            arrays.append(typed.to_arrow().cast(col.arrow))
+            array = typed.to_arrow()
+            # Most columns come out of polars in their Arrow type already: no cast (and no
+            # import of pyarrow.compute, 40 ms) unless it differs (time64[ns], uuid bytes).
+            arrays.append(array if array.type == col.arrow else array.cast(col.arrow))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         # pgpq buffers tuples until finish(); one encoder per batch (2 µs) hands each batch
         # over whole, so batches from the text converters can sit between them in order.
