@@ -211,7 +211,7 @@ class ArrowEncoder:
     def header(self) -> bytes:
         return bytes(self._new(self.schema, self._encoders).write_header())
 
-    def encode(self, frame: pl.DataFrame) -> bytes | None:
+    def encode(self, frame: pl.DataFrame) -> memoryview | None:
         """The batch's tuples, or None when some value cannot be typed exactly here."""
         import pyarrow as pa
 
@@ -230,8 +230,11 @@ class ArrowEncoder:
         # over whole, so batches from the text converters can sit between them in order.
         encoder = self._new(self.schema, self._encoders)
         encoder.write_header()  # its state machine wants one; the stream has its own
-        data = bytes(encoder.write_batch(batch)) + bytes(encoder.finish())
-        return data[: -len(_TRAILER)]
+        head = encoder.write_batch(batch)  # (pgpq buffers: empty until finish)
+        data = encoder.finish()
+        if head:
+            data = bytes(head) + bytes(data)
+        return memoryview(data)[: -len(_TRAILER)]  # a view: the batch's bytes are not copied again
 
 
 _TRAILER = b"\xff\xff"

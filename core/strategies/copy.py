@@ -228,10 +228,10 @@ class CopyBinary(_CopyStrategy):
         return self.write_prepared(self.prepare(frame), frame)
 
     def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
-        self._switch(text=not isinstance(prepared, bytes))
+        self._switch(text=not isinstance(prepared, memoryview))
         copy = self._ensure_copy()
         try:
-            if isinstance(prepared, bytes):
+            if isinstance(prepared, memoryview):
                 copy.write(prepared)
             else:
                 self._tell_once()
