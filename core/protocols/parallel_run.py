@@ -187,7 +187,7 @@ def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alon
     fd = os.open(str(plan.source.path), os.O_RDONLY)
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
         yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
-                               first=min(every, FIRST_ALONE_BYTES) if first_alone else 0)
+                               first=min(every, FIRST_ALONE_BYTES) if first_alone else 0, taper=2 * max(1, workers))
     finally:
         os.close(fd)
 

@@ -206,10 +206,14 @@ class BareQuoteIn(ValueError):
 
 
 def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
-                longest: int = 64 << 20, delimiter: bytes = b"", first: int = 0) -> Iterator[int]:
+                longest: int = 64 << 20, delimiter: bytes = b"", first: int = 0, taper: int = 0) -> Iterator[int]:
     """Record boundaries of the file bytes start .. end - 1 (both ends are boundaries), about
     `every` bytes apart (the first one `first` bytes in, when given): start, then each cut as
-    it is found, then end.
+    it is found, then end. A rest shorter than a quarter of a chunk joins the chunk before it.
+
+    With `taper` (streams sharing the chunks), a chunk is at most 1/taper of what is left,
+    down to a quarter of `every`: the last chunks are small, so the streams finish together
+    instead of one waiting on another's last big chunk.
 
     Each step reads `every` bytes from the last cut (a record boundary, so quote parity
     starts even) and keeps up to its last newline outside quotes (record_cut): one read and
@@ -225,6 +229,10 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
     at = start
     while at < end:
         want = first if first and at == start else every
+        if taper:
+            want = min(want, max(every // 4, (end - at) // taper))
+        if end - at - want < want // 4:
+            want = end - at  # no crumb of a chunk left at the end
         while True:
             buf = os.pread(fd, min(want, end - at), at)
             if at + len(buf) >= end:

@@ -75,6 +75,25 @@ def test_record_cuts_fall_between_records_only(tmp_path: Path) -> None:
         os.close(fd)
 
 
+def test_cuts_taper_towards_the_end_and_leave_no_crumb(tmp_path: Path) -> None:
+    path = _quoted_newlines(tmp_path / "q.csv", 4_000)
+    data = path.read_bytes()
+    start = data.index(b"\n") + 1
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        plain = list(record_cuts(fd, start, len(data), b'"', 10_000))
+        tapered = list(record_cuts(fd, start, len(data), b'"', 10_000, taper=4))
+    finally:
+        os.close(fd)
+    for cuts in (plain, tapered):
+        assert cuts[0] == start and cuts[-1] == len(data)
+        assert sum(count_records(data[a:b], b'"') for a, b in zip(cuts, cuts[1:])) == 4_000
+        assert cuts[-1] - cuts[-2] >= 10_000 // 4 // 4  # the last chunk is never a crumb
+    sizes = [b - a for a, b in zip(tapered, tapered[1:])]
+    assert max(sizes[-4:]) < 10_000 * 0.6 < min(sizes[:4])  # big chunks first, small ones last
+    assert all(s >= 10_000 // 4 - 200 for s in sizes[:-1])  # never below a quarter (less a record)
+
+
 @pytest.mark.parametrize("workers", [2, 4])
 def test_per_batch_byte_ranges_with_quoted_newlines_load_exactly(
     workers: int, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
