@@ -9,10 +9,10 @@ row whose key is already there is kept and the new one dropped, as psql would; t
 dropped rows are counted.
 
 A COPY block of at least SPLIT_BYTES goes over two connections where the server has
-two-phase commit: cut at a row boundary near its middle, each half streamed by its own
-connection (so the server parses the block on two cores), both branches of one two-phase
-transaction (core/protocols/two_phase.py), still all or nothing. Everything else stays on
-the first connection, in file order.
+two-phase commit: each streams its own rows of the block with its own COPY (so the server
+parses the block on two cores), both branches of one two-phase transaction
+(core/protocols/two_phase.py), still all or nothing. Everything else stays on the first
+connection, in file order.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -45,11 +45,17 @@ SPLIT_BYTES = 8 << 20
 """A COPY block this big or bigger is cut in two and sent over two branches of a two-phase commit
 (where that is allowed). The split costs about 12 ms (a second connection, the lock connection,
 PREPARE and COMMIT PREPARED twice, the decision's rows). Measured on the 2-core machine against
-the embedded PostgreSQL 18, a load of the bench's flights rows, one connection vs split, medians of
-5: idle, 1 MB 0.034 vs 0.039 s, 2 MB 0.059 vs 0.054 s, 4 MB 0.107 vs 0.082 s, 8 MB 0.205 vs 0.147 s,
-45 MB 1.02 vs 0.65 s; with another load taking most of a core, 4 MB 0.127 vs 0.138 s (a loss),
-8 MB 0.212 vs 0.191 s. From 8 MB the split wins in both."""
-HALF_VIEW = 4 << 20  # bytes per write of a half: progress and Cancel act between writes
+the embedded PostgreSQL 18, loads of the bench's flights rows, one connection vs split (in fixed
+halves, before PIECE_BYTES), medians of 5: idle, 1 MB 0.034 vs 0.039 s, 2 MB 0.059 vs 0.054 s,
+4 MB 0.107 vs 0.082 s, 8 MB 0.205 vs 0.147 s, 45 MB 1.02 vs 0.65 s; with another load taking most
+of a core, 4 MB 0.127 vs 0.138 s (a loss), 8 MB 0.212 vs 0.191 s. From 8 MB the split wins in both."""
+PIECE_BYTES = 256 << 10
+"""The split block goes out in pieces of whole rows about this big: each branch takes the next
+piece of its half, then the last ones of the other's, so both COPYs end within a piece of each
+other (with fixed halves one ended 75 ms after the other on the bench's 45 MB block: the rows of
+the first half cost the server more). 256 KB, 1 MB and 4 MB pieces measured the same within
+noise on the whole load (0.61-0.63 s); the smallest leaves the shortest tail. Progress and Cancel
+act between pieces."""
 
 _FORMATS = {
     "text": sql.SQL(""),
@@ -130,16 +136,46 @@ class _Stream:
 
 
 class _Halted(Exception):
-    """The other half of a split block failed: this half's COPY ends with an error too."""
+    """The other branch failed: this branch's COPY ends with an error too."""
+
+
+class _Pieces:
+    """A split block's rows, handed out in pieces of whole rows to two branches.
+
+    Branch i takes pieces from the front of its own half; when that is used up, from the back
+    of the other's, so neither waits while the other has rows left. COPY text ends every row
+    with a raw newline (newlines in values are escaped), so a piece starts after one.
+    """
+
+    def __init__(self, mm: mmap.mmap, lo: int, cut: int, hi: int, size: int) -> None:
+        self.mm, self.size = mm, size
+        self.left = [[lo, cut], [cut, hi]]  # each half's rows not yet taken
+        self._lock = threading.Lock()
+
+    def take(self, i: int) -> tuple[int, int] | None:
+        with self._lock:
+            own, other = self.left[i], self.left[1 - i]
+            if own[0] < own[1]:
+                lo = own[0]
+                at = self.mm.find(b"\n", lo + self.size - 1, own[1]) if lo + self.size < own[1] else -1
+                own[0] = at + 1 if at >= 0 else own[1]
+                return lo, own[0]
+            if other[0] < other[1]:
+                hi = other[1]
+                at = self.mm.rfind(b"\n", other[0], hi - self.size) if hi - self.size > other[0] else -1
+                other[1] = at + 1 if at >= 0 else other[0]
+                return other[1], hi
+            return None
 
 
 @dataclass
-class _Part:
-    """One half of a split COPY block, and what its connection did with it."""
+class _Branch:
+    """One branch's share of a split block, and what its connection did with it."""
 
-    chunk: CopyChunk  # the half's byte range (its first_line is the block's until an error asks)
-    conn: psycopg.Connection[Any]
+    index: int
+    conn: psycopg.Connection[Any] | None  # branch 1 connects on its own thread, at its first split
     sent: int = 0  # bytes written so far (read by the main thread for progress)
+    pieces: list[tuple[int, int]] = field(default_factory=list)  # in the order its COPY got them
     rows: int = 0  # rows the server took, once its COPY ended
     error: BaseException | None = None
 
@@ -348,94 +384,119 @@ class ScriptLoad:
     # -- a big COPY block over two branches -----------------------------------------------
 
     def _split(self, conn: psycopg.Connection[Any], t: _Table, chunk: CopyChunk) -> bool:
-        """The block's two halves sent at once, the second by a thread on branch 1; False: no row to cut at."""
-        from core.protocols.chunked import _with_options
+        """The block sent over both branches at once, branch 1 on a thread; False: no row to cut at."""
+        job, path = self.job, str(self.source.path)
+        end = chunk.offset + chunk.length
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            at = mm.find(b"\n", chunk.offset + chunk.length // 2, end)
+            if at < 0 or at + 1 >= end:
+                return False
+            self._end_stream()
+            pieces = _Pieces(mm, chunk.offset, at + 1, end, PIECE_BYTES)
+            mine, theirs = _Branch(0, conn), _Branch(1, self.other)
+            stmt = self._copy_sql(t, "text")
+            rows0, bytes0 = job.rows_read, job.bytes_read
 
-        path, job = str(self.source.path), self.job
-        cut = _cut(path, chunk)
-        if cut is None:
-            return False
-        self._end_stream()
-        if self.other is None:
-            self.other = connect(self.dsn, **_with_options(self.dsn, LOCK_TIMEOUT))
-            self._unhooks.append(job.cancel.add_hook(self.other.cancel_safe))
-            assert self.group is not None
-            self.group.join(self.other)
-        first = _Part(replace(chunk, length=cut - chunk.offset), conn)
-        second = _Part(replace(chunk, offset=cut, length=chunk.offset + chunk.length - cut), self.other)
-        stmt = self._copy_sql(t, "text")
-        # Both branches hold their rows until the end: a key in both halves would wait forever.
-        conn.execute("SELECT set_config('lock_timeout', %s, true)", [LOCK_WAIT])
-        rows0, bytes0 = job.rows_read, job.bytes_read
+            def progress(check: bool = True) -> None:
+                if check:
+                    job.cancel.check()
+                sent = mine.sent + theirs.sent
+                job.rows_read = rows0 + chunk.rows * sent // max(1, chunk.length)  # exact once both have ended
+                job.bytes_read = max(bytes0, chunk.offset + sent)
+                job._emit(Phase.LOADING)
 
-        def progress(check: bool = True) -> None:
-            if check:
-                job.cancel.check()
-            sent = first.sent + second.sent
-            job.rows_read = rows0 + chunk.rows * sent // max(1, chunk.length)  # exact once both have ended
-            job.bytes_read = max(bytes0, chunk.offset + sent)
-            job._emit(Phase.LOADING)
-
-        worker = threading.Thread(target=self._copy_part, args=(stmt, second), name="sluice-script-half", daemon=True)
-        self.halt.clear()
-        worker.start()
-        try:
-            self._copy_part(stmt, first, progress)
-        finally:
-            if first.error is not None:
-                self.halt.set()
-                second.conn.cancel_safe()  # the other half stops now, not at its next write
-            while worker.is_alive():
-                worker.join(0.1)
-                if first.error is None and second.error is None:
-                    progress(check=False)  # Cancel: the hooks cancel both connections
+            worker = threading.Thread(target=self._branch, args=(stmt, pieces, theirs), name="sluice-script-half",
+                                      daemon=True)
+            self.halt.clear()
+            worker.start()  # connecting (at the first split) and starting its COPY overlap with ours
+            try:
+                # Both branches hold their rows until the end: a key in both would wait forever.
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", [LOCK_WAIT])
+                self._branch(stmt, pieces, mine, progress)
+            finally:
+                if mine.error is not None:
+                    self.halt.set()
+                    if self.other is not None:
+                        self.other.cancel_safe()  # the other branch stops now, not at its next piece
+                while worker.is_alive():
+                    worker.join(0.1)
+                    if mine.error is None and theirs.error is None:
+                        progress(check=False)  # Cancel: the hooks cancel both connections
         job.rows_read = rows0  # the caller adds the block's rows
-        if first.error is not None or second.error is not None:
-            raise self._split_error(t, chunk, first, second)
+        if mine.error is not None or theirs.error is not None:
+            raise self._split_error(t, chunk, mine, theirs)
         conn.execute("SET LOCAL lock_timeout TO DEFAULT")
-        job.rows_loaded += first.rows + second.rows
+        job.rows_loaded += mine.rows + theirs.rows
         what = (f"{t.ref.display()}: its COPY block of {chunk.length / 1e6:.0f} MB went over two branches of a "
                 "two-phase commit (two connections, one transaction)")
         self.splits.append(what)
         job.on_log(what)
         return True
 
-    def _copy_part(self, stmt: sql.Composed, part: _Part, progress: Callable[[], None] | None = None) -> None:
-        """One half's COPY on its own connection; an error is kept in `part` (and stops the other half)."""
+    def _branch(self, stmt: sql.Composed, pieces: _Pieces, b: _Branch,
+                progress: Callable[[], None] | None = None) -> None:
+        """One branch's COPY of the pieces it takes; an error is kept in `b` (and stops the other branch)."""
         try:
-            with part.conn.cursor() as cur:
-                with cur.copy(stmt) as cp:
-                    for view in part.chunk.views(str(self.source.path), HALF_VIEW):
+            if b.conn is None:
+                b.conn = self._connect_other()
+            with b.conn.cursor() as cur:
+                with cur.copy(stmt) as cp, memoryview(pieces.mm) as whole:
+                    while (piece := pieces.take(b.index)) is not None:
                         if self.halt.is_set():
-                            raise _Halted()  # leaving the block with it makes the server abort the COPY
-                        cp.write(view)
-                        part.sent += len(view)
+                            raise _Halted()  # leaving the COPY with it makes the server abort it
+                        b.pieces.append(piece)
+                        with whole[piece[0] : piece[1]] as view:  # the file's own bytes, no copy in Python
+                            cp.write(view)
+                        b.sent += piece[1] - piece[0]
                         if progress is not None:
                             progress()
-                part.rows = cur.rowcount if cur.rowcount >= 0 else 0
+                b.rows = cur.rowcount if cur.rowcount >= 0 else 0
         except BaseException as exc:  # noqa: BLE001 - kept for _split_error, which reports the cause
-            part.error = exc
+            b.error = exc
             self.halt.set()
 
-    def _split_error(self, t: _Table, chunk: CopyChunk, first: _Part, second: _Part) -> BaseException:
+    def _connect_other(self) -> psycopg.Connection[Any]:
+        """Branch 1's connection, kept for the script's later big blocks (on branch 1's thread)."""
+        from core.protocols.chunked import _with_options
+
+        other = connect(self.dsn, **_with_options(self.dsn, LOCK_TIMEOUT))
+        self.other = other  # closed by run() whatever happens next
+        self._unhooks.append(self.job.cancel.add_hook(other.cancel_safe))
+        if self.job.cancel.cancelled:
+            raise Cancelled()  # cancelled before the hook was there to cancel it
+        assert self.group is not None
+        self.group.join(other)
+        return other
+
+    def _split_error(self, t: _Table, chunk: CopyChunk, mine: _Branch, theirs: _Branch) -> BaseException:
         if self.job.cancel.cancelled:
             return Cancelled()
-        # The first half's own error names the earlier line, as psql would; it may only have
-        # stopped because the second half failed.
-        part = first if first.error is not None and not isinstance(first.error, _Halted) else second
-        error = part.error
+        # Branch 0's own error first (it may only have stopped because branch 1 failed).
+        b = mine if mine.error is not None and not isinstance(mine.error, _Halted) else theirs
+        error = b.error
         assert error is not None
         if isinstance(error, psycopg.errors.LockNotAvailable):
             return LoadFailed(
-                f"the two halves of the COPY block of {t.ref.display()} waited on each other: a key of a unique "
-                f"index is in both, and each branch holds its rows until the end ({server_reason(error)}); "
+                f"the two branches loading the COPY block of {t.ref.display()} waited on each other: a key of a "
+                f"unique index is in both, and each branch holds its rows until the end ({server_reason(error)}); "
                 "nothing was loaded"
             )
         if not isinstance(error, psycopg.Error):
             return error
-        before = 0 if part is first else _rows_between(str(self.source.path), chunk.offset, part.chunk.offset)
-        origin = replace(part.chunk, first_line=chunk.first_line + before)
-        return self._explain(error, t, [(0, origin)], shift=before)
+        path = str(self.source.path)
+
+        def locate(record: int) -> tuple[int, int | None]:
+            """The block's row and the file's line of the branch's `record` (counted only now)."""
+            seen = 0
+            for lo, hi in b.pieces:
+                n = _rows_between(path, lo, hi)
+                if record < seen + n:
+                    row = _rows_between(path, chunk.offset, lo) + record - seen
+                    return row, chunk.first_line + row
+                seen += n
+            return record, None
+
+        return self._explain(error, t, locate)
 
     # -- the end --------------------------------------------------------------------------
 
@@ -468,12 +529,11 @@ class ScriptLoad:
             pass
 
     def _explain(self, exc: psycopg.Error, table: _Table | None = None,
-                 origins: list[tuple[int, Chunk]] | None = None, shift: int = 0) -> Exception:
+                 locate: Callable[[int], tuple[int, int | None]] | None = None) -> Exception:
         """The error as the user should read it; a refused row with its file line.
 
-        `table` and `origins` describe the COPY that failed when it was not the stream (a half of
-        a split block): (record number of the chunk's first row in that COPY, chunk); `shift`:
-        the block's rows before that COPY's first.
+        `table` and `locate` (a record of the failed COPY -> its row and file line) describe
+        the COPY that failed when it is not the stream (a branch of a split block).
         """
         from core.strategies.copy import copy_error_row
 
@@ -481,33 +541,24 @@ class ScriptLoad:
         if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled):
             return LoadFailed(f"the connection failed during the load: {reason}; nothing was loaded")
         record = copy_error_row(exc)
-        if table is None and self.stream is not None:
-            table, origins = self.stream.table, self.stream.origins
-        if record is None or table is None or origins is None:
+        s = self.stream
+        if table is None and s is not None:
+            table, locate = s.table, lambda r: (r, _stream_line(s, r))
+        if record is None or table is None or locate is None:
             return LoadFailed(f"{self.source.path}: {reason}; nothing was loaded")
-        line = None
-        for first, chunk in reversed(origins):
-            if first <= record:
-                i = record - first
-                if isinstance(chunk, CopyChunk):
-                    line = chunk.first_line + i
-                elif i < len(chunk.lines):
-                    line = chunk.lines[i]
-                break
+        row, line = locate(record)
         where = f" (table {table.ref.display()})"
-        return BadRowError(RowProblem(str(self.source.path), record + shift, line, None, None, reason + where))
+        return BadRowError(RowProblem(str(self.source.path), row, line, None, None, reason + where))
 
 
-def _cut(path: str, chunk: CopyChunk) -> int | None:
-    """Where the block's second half starts: after the first newline at or past its middle.
-
-    COPY text escapes a newline inside a value (`\\n`), so every raw newline ends a row.
-    None when no row starts after the middle.
-    """
-    end = chunk.offset + chunk.length
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        at = mm.find(b"\n", chunk.offset + chunk.length // 2, end)
-    return at + 1 if at >= 0 and at + 1 < end else None
+def _stream_line(s: _Stream, record: int) -> int | None:
+    for first, chunk in reversed(s.origins):
+        if first <= record:
+            i = record - first
+            if isinstance(chunk, CopyChunk):
+                return chunk.first_line + i
+            return chunk.lines[i] if i < len(chunk.lines) else None
+    return None
 
 
 def _rows_between(path: str, lo: int, hi: int) -> int:

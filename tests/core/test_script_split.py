@@ -6,6 +6,7 @@ transactions: the rows of a split block carry two different xmin values.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,55 @@ def _nothing_prepared(conn: psycopg.Connection[Any]) -> bool:
     return conn.execute("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE '%c2x1aWNl%'").fetchone() == (0,)
 
 
+class _BothBranches(script_load._Pieces):
+    """The branches take turns (branch 1 first; a turn not taken within 0.2 s passes). A test's
+    small block would otherwise go all to one branch while the other connects or waits for the
+    GIL (the sharing doing its job), and the test wants both used."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.turn = 1
+        self.turns = threading.Condition()
+
+    def take(self, i: int) -> tuple[int, int] | None:
+        with self.turns:
+            self.turns.wait_for(lambda: self.turn == i, timeout=0.2)
+            piece = super().take(i)
+            self.turn = 1 - i
+            self.turns.notify_all()
+        return piece
+
+
 @pytest.fixture
 def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(script_load, "SPLIT_BYTES", 4096)
+    monkeypatch.setattr(script_load, "PIECE_BYTES", 2048)  # dozens of pieces per branch
+    monkeypatch.setattr(script_load, "_Pieces", _BothBranches)
+
+
+@pytest.mark.parametrize("order", ["alternate", "branch 0 alone", "branch 1 alone", "branch 1 late"])
+def test_pieces_cover_the_block_once_in_whole_rows(order: str, tmp_path: Path) -> None:
+    import mmap
+
+    data = b"head\n" + b"".join(f"{i}\t{'x' * (i % 37)}\n".encode() for i in range(2000)) + b"tail"
+    path = tmp_path / "block"
+    path.write_bytes(data)
+    lo, hi = 5, len(data) - 4
+    cut = data.index(b"\n", (lo + hi) // 2) + 1
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        pieces = script_load._Pieces(mm, lo, cut, hi, 300)
+        turns = {"alternate": [0, 1] * 10_000, "branch 0 alone": [0] * 20_000, "branch 1 alone": [1] * 20_000,
+                 "branch 1 late": [0] * 20 + [0, 1] * 10_000}[order]
+        taken: list[tuple[int, int]] = []
+        for i in turns:
+            piece = pieces.take(i)
+            if piece is not None:
+                taken.append(piece)
+        assert pieces.take(0) is None and pieces.take(1) is None
+    taken.sort()
+    assert taken[0][0] == lo and taken[-1][1] == hi
+    assert all(a[1] == b[0] for a, b in zip(taken, taken[1:]))  # no gap, no overlap
+    assert all(data[a - 1 : a] == b"\n" and data[b - 1 : b] == b"\n" for a, b in taken)  # whole rows
 
 
 @pytest.fixture
@@ -131,7 +178,7 @@ def test_a_big_block_loads_exactly_over_two_branches(
 
 
 @pytest.mark.usefixtures("small_split")
-@pytest.mark.parametrize("bad", [100, ROWS - 5])  # in the first half, in the second
+@pytest.mark.parametrize("bad", [100, ROWS // 2 + 100, ROWS - 5])  # branch 0's half, branch 1's, its end
 def test_a_bad_row_in_either_half_names_its_line_and_loads_nothing(
     bad: int, split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
 ) -> None:
@@ -153,7 +200,7 @@ def test_cancel_during_a_split_block_leaves_the_table_as_it_was(
 ) -> None:
     t = tables("cancel")
     econn.execute(sql.SQL("INSERT INTO {} VALUES (0, 'kept', NULL)").format(sql.Identifier(t)))
-    monkeypatch.setattr(script_load, "HALF_VIEW", 1024)  # many writes per half
+    monkeypatch.setattr(script_load, "PIECE_BYTES", 1024)  # many writes per branch
     monkeypatch.setattr(jobmod, "PROGRESS_EVERY_S", 0.0)
     token = CancelToken()
     seen: list[Progress] = []
