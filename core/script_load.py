@@ -407,11 +407,11 @@ class ScriptLoad:
 
             worker = threading.Thread(target=self._branch, args=(stmt, pieces, theirs), name="sluice-script-half",
                                       daemon=True)
+            # Both branches hold their rows until the end: a key in both would wait forever.
+            conn.execute("SELECT set_config('lock_timeout', %s, true)", [LOCK_WAIT])
             self.halt.clear()
             worker.start()  # connecting (at the first split) and starting its COPY overlap with ours
             try:
-                # Both branches hold their rows until the end: a key in both would wait forever.
-                conn.execute("SELECT set_config('lock_timeout', %s, true)", [LOCK_WAIT])
                 self._branch(stmt, pieces, mine, progress)
             finally:
                 if mine.error is not None:

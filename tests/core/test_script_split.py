@@ -193,6 +193,42 @@ def test_a_bad_row_in_either_half_names_its_line_and_loads_nothing(
     assert _count(econn, t) == 0 and _nothing_prepared(econn)
 
 
+class _Stealing(script_load._Pieces):
+    """Branch 1 takes its first piece, then waits until branch 0 has taken one of its half's."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.stolen = threading.Event()
+        self.calls = 0
+
+    def take(self, i: int) -> tuple[int, int] | None:
+        if i == 1:
+            self.calls += 1
+            if self.calls > 1:
+                self.stolen.wait(5)
+        elif self.left[0][0] < self.left[0][1]:
+            return super().take(0)  # still its own half
+        piece = super().take(i)
+        if i == 0 and piece is not None:
+            self.stolen.set()
+        return piece
+
+
+@pytest.mark.usefixtures("small_split")
+def test_a_bad_row_in_a_piece_taken_from_the_other_half_names_its_line(
+    split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(script_load, "_Pieces", _Stealing)
+    t = tables("stolen")
+    rows = [_row(i) for i in range(1, ROWS + 1)]
+    rows[ROWS - 6] = f"{ROWS - 5}\tfine\tnot a time\n"  # in the last piece, the first one branch 0 takes
+    with pytest.raises(BadRowError) as err:
+        _load(split_server, _dump(tmp_path, t, rows), t)
+    assert (err.value.problem.line, err.value.problem.row) == (7 + ROWS - 5, ROWS - 6)
+    assert _count(econn, t) == 0 and _nothing_prepared(econn)
+
+
 @pytest.mark.usefixtures("small_split")
 def test_cancel_during_a_split_block_leaves_the_table_as_it_was(
     split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
