@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
+from core import janitor
 from core.db import TableRef, connect, table_columns
 from core.diagnose import server_reason
 from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem
@@ -314,6 +315,16 @@ class ScriptLoad:
             return set()
         server = inspect(conn, self.tables[next(iter(big))].ref)
         if not server.two_phase or server.citus:
+            return set()
+        # The commit decision is written beside the first table (janitor.DECISIONS) between the
+        # two phases: a user who may not write it there loads on one connection.
+        schema = next(iter(self.tables.values())).ref.schema
+        book = TableRef(janitor.DECISIONS, schema).ident().as_string(conn)
+        row = conn.execute(
+            "SELECT COALESCE(has_table_privilege(to_regclass(%s), 'INSERT') AND has_table_privilege(to_regclass(%s), "
+            "'DELETE'), has_schema_privilege(COALESCE(%s, current_schema()), 'CREATE'))", [book, book, schema]
+        ).fetchone()
+        if not (row and row[0]):
             return set()
         oids: dict[tuple[str | None, str], int | None] = {}
         for key, t in self.tables.items():

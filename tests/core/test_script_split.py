@@ -298,3 +298,49 @@ def test_a_server_without_two_phase_commit_loads_on_one_connection(
     split = _two_phase(conn)  # the embedded server has it; the machine's (SLUICE_TEST_DSN) may not
     assert ("two branches" in result.reason) is split
     assert _branches(conn, t) == (2 if split else 1)
+
+
+def test_a_big_script_whose_blocks_are_small_commits_its_one_branch(
+    split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A script too big to keep its chunks does not say its blocks' sizes before the load: branch 0
+    starts as a two-phase branch in case, and with no block to split it commits alone."""
+    from core.protocols.two_phase import TwoPhaseGroup
+
+    monkeypatch.setattr(script_load, "CACHE_LIMIT", 0)
+    committed: list[int] = []
+    real = TwoPhaseGroup.commit
+
+    def commit(self: TwoPhaseGroup) -> None:
+        committed.append(len(self.branches))
+        real(self)
+
+    monkeypatch.setattr(TwoPhaseGroup, "commit", commit)
+    t = tables("uncached")
+    result = _load(split_server, _dump(tmp_path, t, [_row(i) for i in range(1, ROWS + 1)]), t)
+    assert result.rows_loaded == ROWS and result.reason == "" and committed == [1]
+    assert _branches(econn, t) == 1 and _nothing_prepared(econn)
+
+
+@pytest.mark.usefixtures("small_split")
+def test_a_user_who_cannot_write_the_commit_decision_loads_on_one_connection(
+    split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
+) -> None:
+    import uuid
+
+    from psycopg.conninfo import make_conninfo
+
+    t = tables("noddl")
+    role = f"sluice_loader_{uuid.uuid4().hex[:8]}"
+    econn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    try:
+        econn.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))  # so since PostgreSQL 15
+        econn.execute(sql.SQL("GRANT SELECT, INSERT ON {} TO {}").format(sql.Identifier(t), sql.Identifier(role)))
+        result = _load(make_conninfo(split_server, user=role),
+                       _dump(tmp_path, t, [_row(i) for i in range(1, ROWS + 1)]), t)
+        assert result.rows_loaded == ROWS and result.reason == ""
+        assert _branches(econn, t) == 1
+    finally:
+        econn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        econn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
