@@ -21,8 +21,6 @@ from typing import Any
 
 import polars as pl
 
-from core.strategies.fixed_width_times import fixed_dates, fixed_timestamps
-
 # Shapes polars parses exactly as PostgreSQL does (anything else goes to the text converters).
 # Year 0000 is refused by PostgreSQL but read by polars as 1 BC, hence the year's shape.
 _YEAR = r"([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9])"
@@ -82,6 +80,8 @@ def _bool(s: pl.Series) -> pl.Series:
 
 
 def _date(s: pl.Series) -> pl.Series:
+    from core.strategies.fixed_width_times import fixed_dates  # numpy: not on the raw path's start-up
+
     fixed = fixed_dates(s)
     if fixed is not None:
         return fixed
@@ -89,6 +89,8 @@ def _date(s: pl.Series) -> pl.Series:
 
 
 def _timestamp(s: pl.Series) -> pl.Series:
+    from core.strategies.fixed_width_times import fixed_timestamps
+
     fixed = fixed_timestamps(s)  # one width on every row (the usual file): numpy, from the digits
     if fixed is not None:
         return fixed

@@ -19,8 +19,8 @@ from core.strategies.fixed_width_times import fixed_dates, fixed_timestamps
 
 def _polars_path(monkeypatch: pytest.MonkeyPatch, kind: str, s: pl.Series) -> pl.Series:
     with monkeypatch.context() as m:
-        m.setattr(ab, "fixed_timestamps", lambda _s: None)
-        m.setattr(ab, "fixed_dates", lambda _s: None)
+        m.setattr("core.strategies.fixed_width_times.fixed_timestamps", lambda _s: None)
+        m.setattr("core.strategies.fixed_width_times.fixed_dates", lambda _s: None)
         return ab._timestamp(s) if kind == "ts" else ab._date(s)
 
 
