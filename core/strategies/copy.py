@@ -136,6 +136,27 @@ class _CopyStrategy(Strategy):
         raise NotImplementedError
 
 
+_TEXT_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
+
+
+def text_copy_rows(frame: pl.DataFrame) -> bytes:
+    """Mapped text batches in COPY's text format, formatted column-wise by polars.
+
+    Each value is PostgreSQL input text already: only the backslash, tab, newline and
+    carriage return are escaped, and NULL is written `\\N`. One row per line, so COPY's
+    "line N" is row N (a CSV stream's quoted newlines would shift it).
+    """
+    escaped = []
+    for name in frame.columns:
+        col = pl.col(name).cast(pl.String)
+        for raw, escape in _TEXT_ESCAPES:
+            col = col.str.replace_all(raw, escape, literal=True)
+        escaped.append(col)
+    return frame.select(escaped).write_csv(
+        include_header=False, separator="\t", quote_style="never", null_value="\\N", line_terminator="\n"
+    ).encode()
+
+
 @register
 class CopyText(_CopyStrategy):
     id = "copy-text"
@@ -222,21 +243,22 @@ class CopyBinary(_CopyStrategy):
             copy.write(self._arrow.header())  # psycopg then leaves the header (and trailer) to us
 
     def prepare(self, frame: pl.DataFrame) -> object:
-        return self._arrow.encode(frame) if self._arrow is not None else None
+        """Binary tuples (a memoryview), or the batch in COPY's text format (bytes) when some
+        value cannot be typed exactly here. Runs on the encoding stage's thread."""
+        binary = self._arrow.encode(frame) if self._arrow is not None else None
+        return binary if binary is not None else text_copy_rows(frame)
 
     def write(self, frame: pl.DataFrame) -> int:
         return self.write_prepared(self.prepare(frame), frame)
 
     def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
-        self._switch(text=not isinstance(prepared, memoryview))
+        assert isinstance(prepared, (memoryview, bytes))
+        self._switch(text=isinstance(prepared, bytes))
         copy = self._ensure_copy()
         try:
-            if isinstance(prepared, memoryview):
-                copy.write(prepared)
-            else:
+            if isinstance(prepared, bytes):
                 self._tell_once()
-                for row in frame.iter_rows():
-                    copy.write_row(row)
+            copy.write(prepared)
         except psycopg.Error as exc:
             self._stack = self._copy = None
             raise WriteFailed(exc, self._error_row(exc)) from exc

@@ -117,3 +117,38 @@ def test_a_refused_row_is_named_across_binary_and_text_statements(
     assert info.value.problem.line == 25_002 and info.value.problem.value in ("7", None)
     row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t))).fetchone()
     assert row is not None and row[0] == 0
+
+
+_ODD_TEXT = ['tab\there', 'two\nlines', 'cr\rlf\r\n', 'back\\slash', '\\N', '\\.', '', ' ', 'plain']
+
+
+def test_text_batches_carry_every_character_as_the_server_would(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A table with no binary form (unconstrained numeric) goes as text COPY, written
+    column-wise: tabs, newlines, backslashes, \\N and empty strings land as copy-csv stores them."""
+    path = tmp_path / "odd.csv"
+    rows = [f'{i}.5,"{_ODD_TEXT[i % len(_ODD_TEXT)]}"' for i in range(200)] + ["7,"]  # and a NULL
+    path.write_bytes(("n,t\n" + "\n".join(rows) + "\n").encode())
+    got = {}
+    for strategy in ("copy-csv", "copy-binary"):
+        t = table_name("odd")
+        conn.execute(sql.SQL("CREATE TABLE {} (n numeric, t text)").format(sql.Identifier(t)))
+        _load(dsn, path, t, strategy)
+        got[strategy] = conn.execute(sql.SQL("SELECT n::text, t FROM {} ORDER BY n").format(sql.Identifier(t))).fetchall()
+    assert got["copy-binary"] == got["copy-csv"] and len(got["copy-csv"]) == 201
+    assert ("7", None) in got["copy-binary"] and ("1.5", "two\nlines") in got["copy-binary"]
+
+
+def test_a_refused_row_after_multiline_values_is_named_in_a_text_batch(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.csv"
+    lines = [f'{i},"line {i}\nnext"' for i in range(50)]
+    lines[40] = 'x40,"bad number"'  # file line: header 1, two lines per record before it
+    path.write_text("n,t\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    t = table_name("bad")
+    conn.execute(sql.SQL("CREATE TABLE {} (n numeric, t text)").format(sql.Identifier(t)))
+    with pytest.raises(BadRowError) as info:
+        _load(dsn, path, t, "copy-binary")
+    assert (info.value.problem.line, info.value.problem.column, info.value.problem.value) == (82, "n", "x40")
