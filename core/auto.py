@@ -78,8 +78,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
         return Choice("copy-binary", max(1_000, batch // 4), 1,
                       f"every column has an exact binary form and the file is large ({size}): binary COPY "
                       "spares the server its text parsing, and the client's typing and encoding run on the "
-                      "other core (measured here: 1M mixed rows 1.62 s against 1.86 s for the file's own "
-                      "bytes; 10M integer pairs 2.79 s against 3.26 s)")
+                      "other core")
     if source_is_csv(source) and identity and local:
         return Choice("copy-csv", batch, 1, "a CSV file mapped column for column onto a server on this machine: "
                       "its own bytes go to COPY, so the client spends almost nothing on cores the server needs")
@@ -92,11 +91,13 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
 
 
 def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice | None:
-    """Several streams of the file's own bytes, where each row is written once (measured here:
-    1M mixed rows, 2 streams, 1.16x psql in create mode, 1.05x with two-phase commit, where one
-    COPY of the same bytes makes 0.84x): a new table loaded under a private name and renamed,
-    or an append committed with two-phase commit. Not into a staging table (every row written
-    twice), nor into a Citus table (its staged path measured slower than one COPY)."""
+    """Several streams of the file's own bytes, where each row is written once: a new table loaded
+    under a private name and renamed, or an append committed with two-phase commit. Not into a
+    staging table (every row written twice), nor into a Citus table (its staged path measured
+    slower than one COPY). Measured on 2026-11-24 (README), 1M mixed rows, 2 streams: 1.15x psql
+    in create mode on PostgreSQL 15, where copy-binary cannot help (the new table's numeric
+    column has no exact binary form; 0.85x); 1.12x appended with two-phase commit on the
+    embedded PostgreSQL 18, against copy-binary's 1.03x there."""
     from core.protocols import target
     from core.spec import LoadMode
 
