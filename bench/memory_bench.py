@@ -1,6 +1,6 @@
 """Peak memory of a load of a 1 GB CSV, for every strategy (`/usr/bin/time -v`).
 
-    python -m bench.memory_bench [--dsn DSN] [--seconds 60]
+    python -m bench.memory_bench [--dsn DSN] [--seconds 60] [--strategies auto,copy-binary,...]
 
 Row-by-row strategies would take hours on 12M rows: each run is stopped after
 --seconds, long after its memory has reached its steady state (batches are bounded).
@@ -44,6 +44,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dsn", default=LOCAL_DSN)
     ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--strategies", default="", help="comma-separated ids (default: auto and every strategy)")
     a = ap.parse_args()
     from core.strategies.base import all_strategies
 
@@ -52,6 +53,8 @@ def main() -> int:
     print("| strategy | peak RSS (MB) | finished |")
     print("|---|---:|---|")
     ids = ["auto"] + [c.id for c in all_strategies() if not c.script_only]
+    if a.strategies:
+        ids = [s for s in a.strategies.split(",") if s]
     for sid in ids:
         reset(a.dsn, "bench_mem", "mixed")
         mb, done = peak_rss_mb([sys.executable, "-m", "app", "load", str(path), "--table", "bench_mem",
