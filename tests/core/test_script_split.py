@@ -16,7 +16,7 @@ import pytest
 from psycopg import sql
 
 from core import job as jobmod
-from core import script_load
+from core import script_split
 from core.cancel import CancelToken
 from core.errors import BadRowError, Cancelled
 from core.events import Phase, Progress
@@ -65,7 +65,7 @@ def _nothing_prepared(conn: psycopg.Connection[Any]) -> bool:
     return conn.execute("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE '%c2x1aWNl%'").fetchone() == (0,)
 
 
-class _BothBranches(script_load._Pieces):
+class _BothBranches(script_split._Pieces):
     """The branches take turns (branch 1 first; a turn not taken within 0.2 s passes). A test's
     small block would otherwise go all to one branch while the other connects or waits for the
     GIL (the sharing doing its job), and the test wants both used."""
@@ -86,9 +86,9 @@ class _BothBranches(script_load._Pieces):
 
 @pytest.fixture
 def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(script_load, "SPLIT_BYTES", 4096)
-    monkeypatch.setattr(script_load, "PIECE_BYTES", 2048)  # dozens of pieces per branch
-    monkeypatch.setattr(script_load, "_Pieces", _BothBranches)
+    monkeypatch.setattr(script_split, "SPLIT_BYTES", 4096)
+    monkeypatch.setattr(script_split, "PIECE_BYTES", 2048)  # dozens of pieces per branch
+    monkeypatch.setattr(script_split, "_Pieces", _BothBranches)
 
 
 @pytest.mark.parametrize("order", ["alternate", "branch 0 alone", "branch 1 alone", "branch 1 late"])
@@ -101,7 +101,7 @@ def test_pieces_cover_the_block_once_in_whole_rows(order: str, tmp_path: Path) -
     lo, hi = 5, len(data) - 4
     cut = data.index(b"\n", (lo + hi) // 2) + 1
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        pieces = script_load._Pieces(mm, lo, cut, hi, 300)
+        pieces = script_split._Pieces(mm, lo, cut, hi, 300)
         turns = {"alternate": [0, 1] * 10_000, "branch 0 alone": [0] * 20_000, "branch 1 alone": [1] * 20_000,
                  "branch 1 late": [0] * 20 + [0, 1] * 10_000}[order]
         taken: list[tuple[int, int]] = []
@@ -169,7 +169,7 @@ def test_a_big_block_loads_exactly_over_two_branches(
     assert result.rows_loaded == result.rows_read == ROWS
     assert "two branches of a two-phase commit" in result.reason
     assert _branches(econn, split) == 2
-    monkeypatch.setattr(script_load, "SPLIT_BYTES", 1 << 40)
+    monkeypatch.setattr(script_split, "SPLIT_BYTES", 1 << 40)
     assert _load(split_server, _dump(tmp_path, one, rows, "one.sql"), one).reason == ""
     assert _branches(econn, one) == 1
     same = sql.SQL("SELECT count(*) FROM ((TABLE {a} EXCEPT ALL TABLE {b}) UNION ALL (TABLE {b} EXCEPT ALL TABLE {a})) x")
@@ -193,7 +193,7 @@ def test_a_bad_row_in_either_half_names_its_line_and_loads_nothing(
     assert _count(econn, t) == 0 and _nothing_prepared(econn)
 
 
-class _Stealing(script_load._Pieces):
+class _Stealing(script_split._Pieces):
     """Branch 1 takes its first piece, then waits until branch 0 has taken one of its half's."""
 
     def __init__(self, *args: Any) -> None:
@@ -219,7 +219,7 @@ def test_a_bad_row_in_a_piece_taken_from_the_other_half_names_its_line(
     split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(script_load, "_Pieces", _Stealing)
+    monkeypatch.setattr(script_split, "_Pieces", _Stealing)
     t = tables("stolen")
     rows = [_row(i) for i in range(1, ROWS + 1)]
     rows[ROWS - 6] = f"{ROWS - 5}\tfine\tnot a time\n"  # in the last piece, the first one branch 0 takes
@@ -236,7 +236,7 @@ def test_cancel_during_a_split_block_leaves_the_table_as_it_was(
 ) -> None:
     t = tables("cancel")
     econn.execute(sql.SQL("INSERT INTO {} VALUES (0, 'kept', NULL)").format(sql.Identifier(t)))
-    monkeypatch.setattr(script_load, "PIECE_BYTES", 1024)  # many writes per branch
+    monkeypatch.setattr(script_split, "PIECE_BYTES", 1024)  # many writes per branch
     monkeypatch.setattr(jobmod, "PROGRESS_EVERY_S", 0.0)
     token = CancelToken()
     seen: list[Progress] = []
@@ -308,7 +308,7 @@ def test_a_big_script_whose_blocks_are_small_commits_its_one_branch(
     starts as a two-phase branch in case, and with no block to split it commits alone."""
     from core.protocols.two_phase import TwoPhaseGroup
 
-    monkeypatch.setattr(script_load, "CACHE_LIMIT", 0)
+    monkeypatch.setattr(script_split, "CACHE_LIMIT", 0)
     committed: list[int] = []
     real = TwoPhaseGroup.commit
 
