@@ -41,10 +41,40 @@ def connect(dsn: str, *, autocommit: bool = False, **kwargs: Any) -> psycopg.Con
     # instead of taking the bytes as its own encoding.
     kwargs.setdefault("client_encoding", "UTF8")
     try:
-        return psycopg.connect(dsn, autocommit=autocommit, **kwargs)
+        conn = psycopg.connect(dsn, autocommit=autocommit, **kwargs)
     except psycopg.OperationalError as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConnectError(f"cannot connect to {strip_password(dsn) or 'the server'}: {msg}") from None
+    _widen_unix_send_buffer(conn)
+    return conn
+
+
+UNIX_SEND_BUFFER = 4 << 20
+
+
+def _widen_unix_send_buffer(conn: psycopg.Connection[Any]) -> None:
+    """A larger kernel send buffer on a Unix-socket connection (the embedded server's).
+
+    Loopback TCP grows its buffers by itself; a Unix socket keeps about 200 kB, so a COPY
+    stream's sending thread blocks and wakes (taking the GIL back from the parsing and
+    encoding threads) every few hundred rows. Measured on 1M mixed rows with copy-binary
+    against the embedded server, interleaved: 1.53-1.68 s with the default, 1.43-1.56 s with
+    4 MB (medians of 7: 1.57 and 1.49 s; the kernel caps it at net.core.wmem_max). TCP
+    connections are left alone: setting the size would turn their autotuning off.
+    """
+    import socket
+
+    try:
+        sock = socket.socket(fileno=conn.fileno())
+    except OSError:
+        return
+    try:
+        if sock.family == getattr(socket, "AF_UNIX", None):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, UNIX_SEND_BUFFER)
+    except OSError:
+        pass  # a size the system refuses: the default still works
+    finally:
+        sock.detach()  # the descriptor stays libpq's
 
 
 @dataclass(frozen=True)

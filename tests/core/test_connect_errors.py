@@ -163,3 +163,20 @@ def test_a_connection_failing_midway_is_named_and_nothing_stays_open(
     assert calls[0] >= fail_at
     assert [c for c in opened if not c.closed] == []
     assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
+
+
+def test_a_unix_socket_connection_gets_a_larger_send_buffer(embedded_dsn: str) -> None:
+    """The embedded server is reached over a Unix socket, whose default send buffer (about
+    200 kB) makes a COPY stream's sender block and wake far more often than over TCP."""
+    from core.db import UNIX_SEND_BUFFER, connect
+
+    with connect(embedded_dsn) as conn, socket.socket(fileno=conn.fileno()) as sock:
+        try:
+            assert sock.family == socket.AF_UNIX
+            limit = int(Path("/proc/sys/net/core/wmem_max").read_text()) if Path("/proc/sys/net/core/wmem_max").exists() \
+                else UNIX_SEND_BUFFER
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) >= min(UNIX_SEND_BUFFER, limit)
+        finally:
+            sock.detach()
+        conn.execute("SELECT 1")  # the connection still works: the descriptor was not closed
+
