@@ -9,6 +9,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,23 @@ def table_name(conn: psycopg.Connection[Any]) -> Iterator[Callable[[str], str]]:
     yield make
     for name in made:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def connections_opened(monkeypatch: pytest.MonkeyPatch) -> Callable[[], AbstractContextManager[list[psycopg.Connection[Any]]]]:
+    """`with connections_opened() as opened:` lists every connection psycopg opens inside the block."""
+
+    @contextmanager
+    def counting() -> Iterator[list[psycopg.Connection[Any]]]:
+        opened: list[psycopg.Connection[Any]] = []
+        real = psycopg.connect
+
+        def connect(conninfo: str = "", **kwargs: Any) -> psycopg.Connection[Any]:
+            opened.append(real(conninfo, **kwargs))
+            return opened[-1]
+
+        with monkeypatch.context() as m:
+            m.setattr(psycopg, "connect", connect)
+            yield opened
+
+    return counting

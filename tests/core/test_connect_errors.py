@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -119,19 +120,12 @@ def _five_rows(conn: psycopg.Connection[Any], table: str, strategy: str, tmp_pat
 @pytest.mark.parametrize("strategy", [c.id for c in all_strategies() if not _opens_its_own(c)])
 def test_a_single_stream_loads_on_one_connection(
     strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, connections_opened: Callable[[], AbstractContextManager[list[psycopg.Connection[Any]]]],
 ) -> None:
     table = table_name("one")
     path = _five_rows(conn, table, strategy, tmp_path)
-    opened: list[psycopg.Connection[Any]] = []
-    real = psycopg.connect
-
-    def connect(conninfo: str = "", **kwargs: Any) -> psycopg.Connection[Any]:
-        opened.append(real(conninfo, **kwargs))
-        return opened[-1]
-
-    monkeypatch.setattr(psycopg, "connect", connect)
-    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table), strategy=strategy, dsn=dsn)).run()
+    with connections_opened() as opened:
+        LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table), strategy=strategy, dsn=dsn)).run()
     assert len(opened) == 1 and opened[0].closed
     assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (5,)
 

@@ -54,37 +54,32 @@ def _quoted_newlines(path: Path, rows: int) -> Path:
     return path
 
 
+def _cuts(path: Path, start: int, every: int, taper: int = 0) -> list[int]:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return list(record_cuts(fd, start, path.stat().st_size, b'"', every, taper=taper))
+    finally:
+        os.close(fd)
+
+
 def test_record_cuts_fall_between_records_only(tmp_path: Path) -> None:
     path = _quoted_newlines(tmp_path / "q.csv", 2_000)
     data = path.read_bytes()
     start = data.index(b"\n") + 1
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        cuts = list(record_cuts(fd, start, len(data), b'"', 1000))
-    finally:
-        os.close(fd)
+    cuts = _cuts(path, start, 1000)
     assert cuts[0] == start and cuts[-1] == len(data) and len(cuts) > 50
     assert sum(count_records(data[a:b], b'"') for a, b in zip(cuts, cuts[1:])) == 2_000
     assert all(data[c - 1:c] == b"\n" and data.count(b'"', 0, c) % 2 == 0 for c in cuts[1:])
     path.write_bytes(data + b'2001,"never closed\n')
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        with pytest.raises(EndsInQuote):
-            list(record_cuts(fd, start, path.stat().st_size, b'"', 1000))
-    finally:
-        os.close(fd)
+    with pytest.raises(EndsInQuote):
+        _cuts(path, start, 1000)
 
 
 def test_cuts_taper_towards_the_end_and_leave_no_crumb(tmp_path: Path) -> None:
     path = _quoted_newlines(tmp_path / "q.csv", 4_000)
     data = path.read_bytes()
     start = data.index(b"\n") + 1
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        plain = list(record_cuts(fd, start, len(data), b'"', 10_000))
-        tapered = list(record_cuts(fd, start, len(data), b'"', 10_000, taper=4))
-    finally:
-        os.close(fd)
+    plain, tapered = _cuts(path, start, 10_000), _cuts(path, start, 10_000, taper=4)
     for cuts in (plain, tapered):
         assert cuts[0] == start and cuts[-1] == len(data)
         assert sum(count_records(data[a:b], b'"') for a, b in zip(cuts, cuts[1:])) == 4_000

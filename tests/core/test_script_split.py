@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -150,22 +151,15 @@ def tables(econn: psycopg.Connection[Any]) -> Any:
 @pytest.mark.usefixtures("small_split")
 def test_a_big_block_loads_exactly_over_two_branches(
     split_server: str, econn: psycopg.Connection[Any], tables: Callable[..., str], tmp_path: Path,
+    connections_opened: Callable[[], AbstractContextManager[list[psycopg.Connection[Any]]]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     split, one = tables("split"), tables("one")
     rows = [_row(i) for i in range(1, ROWS + 1)]
-    opened: list[psycopg.Connection[Any]] = []
-    real = psycopg.connect
-
-    def connect(conninfo: str = "", **kwargs: Any) -> psycopg.Connection[Any]:
-        opened.append(real(conninfo, **kwargs))
-        return opened[-1]
-
-    monkeypatch.setattr(psycopg, "connect", connect)
-    result = _load(split_server, _dump(tmp_path, split, rows), split)
+    with connections_opened() as opened:
+        result = _load(split_server, _dump(tmp_path, split, rows), split)
     # The job's control connection, the two branches, and the lock that keeps the janitor off the group.
     assert len(opened) == 4 and all(c.closed for c in opened)
-    monkeypatch.setattr(psycopg, "connect", real)
     assert result.rows_loaded == result.rows_read == ROWS
     assert "two branches of a two-phase commit" in result.reason
     assert _branches(econn, split) == 2
