@@ -109,7 +109,7 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
         pass  # a new table loaded under a private name, renamed into place
     elif mode is LoadMode.APPEND:
         info = target.inspect(ctl, plan.target)
-        if not info.two_phase or info.citus:
+        if info.citus or info.two_phase_blocker(workers) is not None:
             return None  # a staging table, or Citus: measured slower than one COPY
     else:
         return None

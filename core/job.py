@@ -267,6 +267,7 @@ class LoadJob:
         choice = target.choose(
             multi_connection=cls.multi_connection, chunk_commits=cls.chunk_commits, mode=self.spec.target.mode,
             commit=self.spec.commit, on_error=self.spec.on_error, info=info, dry_run=self.dry_run,
+            branches=max(1, self.spec.workers),
         )
         self.protocol, self.target_info = choice, info
         if choice is not None:

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import psycopg
 from psycopg import sql
 
-from core import janitor
-from core.db import TableRef, connect
+from core.db import connect
 from core.diagnose import server_reason
 from core.errors import Cancelled, LoadFailed
 from core.events import Phase
@@ -146,18 +145,10 @@ class BlockSplit:
             big = {t.target.key for t in source.selected if t.kind == "copy"}
         if not big:
             return set()
-        server = inspect(conn, tables[next(iter(big))].ref)
-        if not server.two_phase or server.citus:
-            return set()
-        # The commit decision is written beside the first table (janitor.DECISIONS) between the
-        # two phases: a user who may not write it there loads on one connection.
-        schema = next(iter(tables.values())).ref.schema
-        book = TableRef(janitor.DECISIONS, schema).ident().as_string(conn)
-        row = conn.execute(
-            "SELECT COALESCE(has_table_privilege(to_regclass(%s), 'INSERT') AND has_table_privilege(to_regclass(%s), "
-            "'DELETE'), has_schema_privilege(COALESCE(%s, current_schema()), 'CREATE'))", [book, book, schema]
-        ).fetchone()
-        if not (row and row[0]):
+        # The group's commit decision is written beside the first table (TwoPhaseGroup below):
+        # inspect that one, so a user who may not write it there loads on one connection.
+        server = inspect(conn, next(iter(tables.values())).ref)
+        if server.citus or server.two_phase_blocker(2) is not None:
             return set()
         oids: dict[tuple[str | None, str], int | None] = {}
         for key, t in tables.items():

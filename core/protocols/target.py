@@ -10,7 +10,7 @@ is sent and says why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -19,6 +19,7 @@ from psycopg import sql
 
 from core.db import TableRef
 from core.errors import ConfigError
+from core.janitor import DECISIONS
 from core.spec import CommitMode, ErrorPolicy, LoadMode
 
 
@@ -29,6 +30,25 @@ class TargetInfo:
     distributed: bool = False  # the target is a Citus distributed (hash/range/append) table
     reference: bool = False  # the target is a Citus reference table
     dist_column: str | None = None
+    prepared_free: int = 1 << 30  # prepared-transaction slots not taken (max_prepared_transactions - used)
+    decision_ok: bool = True  # this user may write the commit decision beside the target (janitor.DECISIONS)
+
+    def two_phase_blocker(self, branches: int) -> str | None:
+        """Why a group of `branches` prepared branches cannot commit here, or None when it can.
+
+        Checked before anything is sent: PREPARE fails when the server's slots are taken, and
+        the decision (written between the two phases) fails without the right to write it;
+        either would roll back a whole load at its very end.
+        """
+        if not self.two_phase:
+            return "the server has no two-phase commit (max_prepared_transactions = 0)"
+        if self.prepared_free < branches:
+            return (f"only {max(0, self.prepared_free)} of the server's prepared-transaction slots are free "
+                    f"(max_prepared_transactions), and {branches} branches need one each")
+        if not self.decision_ok:
+            return ("this user may not write the two-phase commit's decision beside the table "
+                    f"({DECISIONS}: CREATE on the schema, or INSERT and DELETE on it)")
+        return None
 
 
 class Protocol(StrEnum):
@@ -41,26 +61,31 @@ class Protocol(StrEnum):
 
 def inspect(conn: psycopg.Connection[Any], ref: TableRef) -> TargetInfo:
     """Two round trips at most: 2PC and the extension; the partition row only on Citus."""
+    book = TableRef(DECISIONS, ref.schema).ident().as_string(conn)
     row = conn.execute(
         "SELECT current_setting('max_prepared_transactions')::int > 0,"
-        " EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus'), to_regclass(%s)::oid",
-        [ref.ident().as_string(conn)],
+        " EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus'), to_regclass(%s)::oid,"
+        " current_setting('max_prepared_transactions')::int - (SELECT count(*) FROM pg_prepared_xacts),"
+        " COALESCE(has_table_privilege(to_regclass(%s), 'INSERT') AND has_table_privilege(to_regclass(%s), 'DELETE'),"
+        "          has_schema_privilege(COALESCE(%s, current_schema()), 'CREATE'))",
+        [ref.ident().as_string(conn), book, book, ref.schema],
     ).fetchone()
     assert row is not None
     two_phase, citus, oid = bool(row[0]), bool(row[1]), row[2]
+    base = TargetInfo(two_phase, citus, prepared_free=int(row[3]), decision_ok=bool(row[4]))
     if not citus or oid is None:
-        return TargetInfo(two_phase, citus)
+        return base
     part = conn.execute(
         "SELECT partmethod::text, CASE WHEN partmethod <> 'n' THEN column_to_column_name(logicalrelid, partkey) END"
         " FROM pg_dist_partition WHERE logicalrelid = %s",
         [oid],
     ).fetchone()
     if part is None:
-        return TargetInfo(two_phase, citus)
+        return base
     method, column = part
     if method == "n":
-        return TargetInfo(two_phase, citus, reference=True)
-    return TargetInfo(two_phase, citus, distributed=True, dist_column=column)
+        return replace(base, reference=True)
+    return replace(base, distributed=True, dist_column=column)
 
 
 @dataclass(frozen=True)
@@ -71,7 +96,7 @@ class Choice:
 
 def choose(
     *, multi_connection: bool, chunk_commits: bool, mode: LoadMode, commit: CommitMode, on_error: ErrorPolicy,
-    info: TargetInfo, dry_run: bool = False,
+    info: TargetInfo, dry_run: bool = False, branches: int = 2,
 ) -> Choice | None:
     """The protocol for a multi-connection load, or None for a one-connection strategy.
 
@@ -110,13 +135,14 @@ def choose(
     if info.reference:
         return Choice(Protocol.STAGED, "the target is a Citus reference table (no client PREPARE TRANSACTION): the "
                                        "streams load a staging table moved into it in one transaction")
-    if info.two_phase and not dry_run:
+    blocker = info.two_phase_blocker(branches)
+    if blocker is None and not dry_run:
         return Choice(Protocol.TWO_PHASE, "the server allows two-phase commit: one prepared branch per stream, "
                                           "committed together")
-    return Choice(Protocol.STAGED, "the server has no two-phase commit (max_prepared_transactions = 0), so the "
-                                   "streams load a staging table kept until one transaction moves it into the "
-                                   "target (the rows are written twice; --mode create or --commit per-batch "
-                                   "write them once)")
+    why = blocker or "a dry run prepares nothing"
+    return Choice(Protocol.STAGED, f"{why}, so the streams load a staging table kept until one transaction moves "
+                                   "it into the target (the rows are written twice; --mode create or --commit "
+                                   "per-batch write them once)")
 
 
 def distribute_like(conn: psycopg.Connection[Any], stage: TableRef, target: TableRef, info: TargetInfo) -> None:

@@ -265,6 +265,49 @@ def test_append_without_two_phase_keeps_a_staging_table_and_says_so_before_the_r
     assert _digest(conn, table) == _reference(dsn, conn, table_name, path)
 
 
+def test_two_phase_is_chosen_only_where_the_whole_group_can_commit() -> None:
+    """A full set of prepared-transaction slots, or no right to write the commit decision,
+    would fail the load at its very end: the plan takes the staging table instead, and says why."""
+    from core.protocols.target import Protocol, TargetInfo, choose
+
+    def pick(info: TargetInfo, branches: int = 2) -> tuple[Protocol, str]:
+        choice = choose(multi_connection=True, chunk_commits=True, mode=LoadMode.APPEND, commit=CommitMode.SINGLE,
+                        on_error=ErrorPolicy.ABORT, info=info, branches=branches)
+        assert choice is not None
+        return choice.protocol, choice.reason
+
+    assert pick(TargetInfo(True, False, prepared_free=4))[0] is Protocol.TWO_PHASE
+    protocol, reason = pick(TargetInfo(True, False, prepared_free=3), branches=4)
+    assert protocol is Protocol.STAGED and "only 3 of the server's prepared-transaction slots" in reason
+    protocol, reason = pick(TargetInfo(True, False, decision_ok=False))
+    assert protocol is Protocol.STAGED and "may not write the two-phase commit's decision" in reason
+    protocol, reason = pick(TargetInfo(False, False))
+    assert protocol is Protocol.STAGED and "max_prepared_transactions = 0" in reason
+
+
+def test_the_target_inspection_reads_free_slots_and_the_right_to_write_the_decision(
+    embedded_dsn: str, tmp_path: Path,
+) -> None:
+    from psycopg.conninfo import make_conninfo
+
+    from core.protocols.target import inspect
+
+    with psycopg.connect(embedded_dsn, autocommit=True) as admin:
+        slots = admin.execute("SELECT current_setting('max_prepared_transactions')::int - "
+                              "(SELECT count(*) FROM pg_prepared_xacts)").fetchone()
+        info = inspect(admin, TableRef("no_such_table"))
+        assert slots is not None and info.prepared_free == slots[0] and info.decision_ok  # a superuser
+        role = f"sluice_reader_{uuid.uuid4().hex[:8]}"
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        try:
+            admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")  # PostgreSQL 15's default
+            with psycopg.connect(make_conninfo(embedded_dsn, user=role)) as c:
+                info = inspect(c, TableRef("no_such_table"))
+                assert not info.decision_ok and info.two_phase_blocker(2) is not None
+        finally:
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
 @pytest.mark.parametrize("commit", list(CommitMode))
 def test_skip_policy_isolates_bad_rows_per_chunk_like_one_stream(
     commit: CommitMode, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
