@@ -112,7 +112,8 @@ def _resolve_prepared(conn: psycopg.Connection[Any], groups: dict[str, list[str]
                 forget_decision(conn, decided[gtrid], gtrid)
             done.append(
                 f"{'committed' if commit else 'rolled back'} {len(gids)} prepared transaction(s) of {gtrid}, "
-                "left by a parallel-copy load whose process ended between its two commit phases"
+                "left by a load over several connections (parallel-copy, or a script's split COPY block) whose "
+                "process ended between its two commit phases"
             )
         finally:
             release(conn, gtrid)
