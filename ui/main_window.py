@@ -1,22 +1,20 @@
 """The workbench window: source, mapping, target, strategy and a live run, side by side.
 
 The panels (ui/panels/) hold the widgets; the run controller (ui/run_controller.py) runs loads
-and checks and keeps the history; profile actions (ui/profile_actions.py) open and save
-profiles. This module wires them: the file and its preview, the connection, the target table
-and its mapping, and the public methods the tests and the Compare tab drive.
+and checks and keeps the history; the target controller (ui/target_controller.py) keeps the
+connection and the database's tables; profile actions (ui/profile_actions.py) open and save
+profiles. This module wires them: the file and its preview, the target table and its mapping,
+and the public methods the tests and the Compare tab drive.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from psycopg.conninfo import make_conninfo
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QHeaderView,
-    QInputDialog,
-    QLineEdit,
     QMainWindow,
     QMessageBox,
     QSplitter,
@@ -26,34 +24,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.db import TableRef, resolve_dsn, strip_password
-from core.embedded import connection_help
+from core.db import TableRef
 from core.mapping import match_by_name
 from core.preview import (
-    DatabaseInfo,
     SourceInfo,
-    TableRows,
     TableSize,
     ddl_preview,
-    first_rows,
-    inspect_database,
     inspect_source,
     inspect_table,
     table_size,
 )
 from core.script_mapping import positional_maps
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
-from ui import dialogs
 from ui.compare_tab import CompareTab
 from ui.foresight import Foresight
 from ui.panels.mapping import MappingPanel
 from ui.panels.run import RunPanel
 from ui.panels.source import SourcePanel
 from ui.panels.strategy import StrategyPanel
-from ui.panels.target import EMBEDDED, TargetPanel
+from ui.panels.target import TargetPanel
 from ui.profile_actions import ProfileActions, table_name_for
 from ui.run_controller import RunController
 from ui.settings import Settings
+from ui.target_controller import TargetController
 from ui.worker import Background, Job
 
 
@@ -85,16 +78,14 @@ class MainWindow(QMainWindow):
         self._mapping_gen = 0  # the newest mapping request; older table look-ups are dropped
         self._bg = Background(self, self.on_background_failed)
         self.source_info: SourceInfo | None = None
-        self._db: DatabaseInfo | None = None
         self.target_size: TableSize | None = None  # the existing target's rows, looked up with its columns
-        self.table_dialog: dialogs.TableDialog | None = None
         self.last_error = ""
-        self._passwords: dict[str, str] = {}  # this session only; never written anywhere
         self._build()
         self.runs = RunController(self)
         self.history = self.runs.history
         self.history_view.setModel(self.history)
         self.profiles = ProfileActions(self)
+        self.targets = TargetController(self)
         self._wire()
         self._build_menus()
         self.foresight = Foresight(self)  # the plan for the next run, said before it starts
@@ -167,12 +158,9 @@ class MainWindow(QMainWindow):
         s.script_table_combo.activated.connect(self._on_script_table_picked)
         self.mapping.dataChanged.connect(self._on_mapping_changed)
         self.mapping_panel.reset_btn.clicked.connect(self.reset_mapping)
-        t.connect_btn.clicked.connect(self.refresh_database)
-        t.new_btn.clicked.connect(self._on_new_connection_clicked)
-        t.schema_combo.currentTextChanged.connect(self._on_schema_changed)
         t.table_combo.currentTextChanged.connect(self._on_table_changed)
         t.mode_combo.currentTextChanged.connect(self._on_mapping_changed)
-        self.run_panel.show_table_btn.clicked.connect(self.show_table)
+        self.run_panel.show_table_btn.clicked.connect(self.targets.show_table)
         self.compare_tab.finished.connect(self.runs.add_comparison)
 
     def _build_menus(self) -> None:
@@ -194,9 +182,9 @@ class MainWindow(QMainWindow):
         self.addAction(self._action(run_menu, "Run (F5)", "F5", self.start_run))
         self._action(run_menu, "&Check before loading (rolled back)", "Ctrl+K", self.check_run)
         self._action(run_menu, "&Stop", "Esc", self.stop_run)
-        self._action(run_menu, "Show &table", "Ctrl+T", self.show_table)
+        self._action(run_menu, "Show &table", "Ctrl+T", self.targets.show_table)
         server_menu = self.menuBar().addMenu("&Server")
-        self._action(server_menu, "&Connection details (DSN, psql)…", None, self.show_server_info)
+        self._action(server_menu, "&Connection details (DSN, psql)…", None, self.targets.show_server_info)
         p.refresh_recent()
 
     def _action(self, menu: Any, text: str, shortcut: Any, slot: Any) -> QAction:
@@ -295,76 +283,6 @@ class MainWindow(QMainWindow):
             sniffed = info.options.null_columns if info.options.null == self.null_edit.text() else None
         return self.source_panel.options(sniffed)
 
-    # -- connection ------------------------------------------------------------------------
-
-    def dsn(self) -> str | None:
-        """The active DSN; a password typed this session is added in memory, never saved."""
-        text = self.conn_combo.currentText().strip()
-        if not text or text == EMBEDDED:
-            return None
-        dsn = self.settings.connections.get(text, text)
-        password = self._passwords.get(text)
-        return make_conninfo(dsn, password=password) if password else dsn
-
-    def _on_new_connection_clicked(self) -> None:
-        from ui.connections import ConnectionDialog
-
-        dlg = ConnectionDialog(self)
-        if dlg.exec() and dlg.name.text().strip():
-            name = dlg.name.text().strip()
-            self.settings.connections[name] = dlg.dsn()
-            self.settings.save()
-            if dlg.password.text():
-                self._passwords[name] = dlg.password.text()
-            if self.conn_combo.findText(name) < 0:
-                self.conn_combo.addItem(name)
-            self.conn_combo.setCurrentText(name)
-            self.refresh_database()
-
-    def set_connection_dsn(self, dsn: str | None) -> None:
-        self.conn_combo.setEditText(dsn or EMBEDDED)
-        edit = self.conn_combo.lineEdit()
-        if edit is not None:
-            edit.setCursorPosition(0)  # show where it starts (host, port), not the tail of a long DSN
-
-    def refresh_database(self) -> None:
-        dsn = self.dsn()
-        self.db_status.setText("connecting…")
-        self.background(lambda *_a: inspect_database(dsn), self._on_database_inspected, self._on_database_failed)
-
-    def refresh_table_list_quietly(self) -> None:
-        self.target_size = None  # it has changed: look again before the next first append
-        if self._db is not None:
-            dsn = self.dsn()
-            self.background(lambda *_a: inspect_database(dsn), self._on_database_inspected, lambda _m: None)
-
-    def _on_database_failed(self, message: str) -> None:
-        self.db_status.setText("not connected")
-        name = self.conn_combo.currentText().strip()
-        if "password" in message.lower() and name != EMBEDDED and name not in self._passwords:
-            password, ok = QInputDialog.getText(
-                self, "Password", f"Password for {strip_password(self.dsn() or name)}\n(kept for this session only)",
-                QLineEdit.EchoMode.Password)
-            if ok and password:
-                self._passwords[name] = password
-                self.refresh_database()
-                return
-        self.on_background_failed(message)
-
-    def _on_database_inspected(self, info: DatabaseInfo) -> None:
-        self._db = info
-        where = EMBEDDED if self.dsn() is None else strip_password(self.dsn() or "")
-        self.target_panel.show_database(info, where)
-        self._on_schema_changed(self.schema_combo.currentText())
-        self.database_ready.emit()
-
-    def _on_schema_changed(self, schema: str) -> None:
-        if self._db is not None:
-            self.target_panel.show_tables(self._db.tables.get(schema, []))
-
-    def _schema(self) -> str | None:
-        return self.schema_combo.currentText().strip() or None
-
     # -- target table and mapping ------------------------------------------------------------
 
     def _on_table_changed(self, _text: str) -> None:
@@ -375,7 +293,7 @@ class MainWindow(QMainWindow):
         if info is None:
             return
         table = self.table_combo.currentText().strip()
-        exists = bool(self._db and table in self._db.tables.get(self.schema_combo.currentText(), []))
+        exists = bool(self.targets.db and table in self.targets.db.tables.get(self.schema_combo.currentText(), []))
         samples = {c: (None if info.sample.height == 0 else info.sample[c][0]) for c in info.columns}
         samples = {k: (None if v is None else str(v)) for k, v in samples.items()}
         self._mapping_gen += 1
@@ -388,7 +306,7 @@ class MainWindow(QMainWindow):
                 self.mode_combo.setCurrentText(LoadMode.CREATE.value)
             return
         # Onto an existing table: by name only (never by position, but for a script's unnamed columns).
-        ref, dsn = TableRef(table, self.schema_combo.currentText() or None), self.dsn()
+        ref, dsn = TableRef(table, self.schema_combo.currentText() or None), self.targets.dsn()
 
         def look(*_a: Any) -> tuple[Any, TableSize | None]:
             return inspect_table(dsn, ref), table_size(dsn, ref)
@@ -450,7 +368,7 @@ class MainWindow(QMainWindow):
         table = self.table_combo.currentText().strip()
         if table and self.mapping.maps and any(m.include for m in self.mapping.maps):
             try:
-                self.ddl_edit.setPlainText(ddl_preview(TableRef(table, self._schema()), self.mapping.maps))
+                self.ddl_edit.setPlainText(ddl_preview(TableRef(table, self.targets.schema()), self.mapping.maps))
             except Exception as exc:  # noqa: BLE001 - a bad type name typed by the user
                 self.ddl_edit.setPlainText(f"-- {exc}")
 
@@ -465,7 +383,7 @@ class MainWindow(QMainWindow):
         return LoadSpec(
             source=self._source_options(),
             target=TargetSpec(
-                table=self.table_combo.currentText().strip(), schema=self._schema(), mode=mode,
+                table=self.table_combo.currentText().strip(), schema=self.targets.schema(), mode=mode,
                 key=[k.strip() for k in self.key_edit.text().split(",") if k.strip()],
                 ddl=ddl if ddl and not ddl.startswith("--") else None,
             ),
@@ -475,11 +393,11 @@ class MainWindow(QMainWindow):
             commit=CommitMode(self.commit_combo.currentText()),
             on_error=ErrorPolicy(self.policy_combo.currentText()),
             columns=[ColumnMap(**vars(m)) for m in self.mapping.maps] or None,
-            dsn=self.dsn(),
+            dsn=self.targets.dsn(),
         )
 
     def apply_spec(self, spec: LoadSpec) -> None:
-        self.set_connection_dsn(spec.dsn)
+        self.targets.set_connection_dsn(spec.dsn)
         self.schema_combo.setEditText(spec.target.schema or "public")
         self.table_combo.setEditText(spec.target.table)
         self.mode_combo.setCurrentText(spec.target.mode.value)
@@ -523,6 +441,18 @@ class MainWindow(QMainWindow):
     def stop_run(self) -> None:
         self.runs.stop_run()
 
+    def set_connection_dsn(self, dsn: str | None) -> None:
+        self.targets.set_connection_dsn(dsn)
+
+    def refresh_database(self) -> None:
+        self.targets.refresh_database()
+
+    def refresh_table_list_quietly(self) -> None:
+        self.targets.refresh_table_list_quietly()
+
+    def show_server_info(self) -> None:
+        self.targets.show_server_info()
+
     @property
     def _run_job(self) -> Job | None:
         return self.runs.job
@@ -530,41 +460,6 @@ class MainWindow(QMainWindow):
     @property
     def _last_progress(self) -> Any:
         return self.runs.last_progress
-
-    def show_table(self) -> None:
-        """The first 1,000 rows of the target in a read-only grid, fetched on a worker."""
-        table = self.table_combo.currentText().strip()
-        if not table:
-            return
-        dsn, ref = self.dsn(), TableRef(table, self._schema())
-
-        def fetch(*_a: Any) -> tuple[TableRows, TableSize | None]:
-            return first_rows(dsn, ref), table_size(dsn, ref)
-
-        self.background(fetch, lambda got: self._on_table_rows(ref, *got))
-
-    def _on_table_rows(self, ref: TableRef, rows: TableRows, size: TableSize | None) -> None:
-        if self.table_dialog is not None:
-            self.table_dialog.close()
-        self.table_dialog = dialogs.TableDialog(self, ref.display(), rows, size.text() if size else "?")
-        self.table_dialog.show()
-        self.table_shown.emit(self.table_dialog)
-
-    def show_server_info(self) -> None:
-        """A DSN and a psql command for the server in use (the embedded one is started if needed)."""
-        dsn = self.dsn()
-
-        def describe(*_a: Any) -> str:
-            lines = connection_help(resolve_dsn(dsn))
-            return "\n".join([("Embedded PostgreSQL" if dsn is None else "Server") + " — to reach it from outside:",
-                              *lines, "", "The same from a terminal: python -m app server status"])
-
-        self.background(describe, self._on_server_info)
-
-    def _on_server_info(self, text: str) -> None:
-        self.run_panel.log_line(text)
-        dialogs.TextDialog(self, "Connection details", text).show()
-        self.server_info_shown.emit(text)
 
     # -- window events -------------------------------------------------------------------------
 

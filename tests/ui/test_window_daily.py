@@ -35,7 +35,7 @@ def _open(qtbot: Any, w: Any, path: str) -> None:
 def _target(qtbot: Any, w: Any, table: str) -> None:
     """Name an existing table and wait for its mapping (the table is looked up on a worker)."""
     w.refresh_table_list_quietly()
-    qtbot.waitUntil(lambda: table in w._db.tables.get("public", []), timeout=30_000)
+    qtbot.waitUntil(lambda: table in w.targets.db.tables.get("public", []), timeout=30_000)
     with qtbot.waitSignal(w.mapping_ready, timeout=30_000):
         w.table_combo.setEditText(table)
 
@@ -172,7 +172,7 @@ def test_counters_summary_history_and_log_agree_after_stop_and_abort(
     row = w.history.rows[-1]
     assert row[6] == "0" and row[10] == "failed" and "x9" in row[11]
     assert "error:" in w.log.toPlainText() and "— failed: read" in w.log.toPlainText()
-    assert table not in w._db.tables.get("public", [])
+    assert table not in w.targets.db.tables.get("public", [])
 
 
 def test_check_is_rolled_back_and_lists_the_rejects(

@@ -1,0 +1,145 @@
+"""The target controller: the connection in use, its password for this session, the database's tables.
+
+The window owns the panels and the signals (database_ready, table_shown, server_info_shown); this
+reads the server on the window's background workers and fills the target panel. The target table's
+columns (the mapping) stay with the window.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from psycopg.conninfo import make_conninfo
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QInputDialog, QLineEdit
+
+from core.db import TableRef, resolve_dsn, strip_password
+from core.embedded import connection_help
+from core.preview import DatabaseInfo, TableRows, TableSize, first_rows, inspect_database, table_size
+from ui import dialogs
+from ui.panels.target import EMBEDDED
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+
+
+class TargetController(QObject):
+    """Connects to the chosen server, lists its schemas and tables, shows a table's rows and the server's address."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.w = window
+        self.p = window.target_panel
+        self.db: DatabaseInfo | None = None
+        self.table_dialog: dialogs.TableDialog | None = None
+        self._passwords: dict[str, str] = {}  # this session only; never written anywhere
+        self.p.connect_btn.clicked.connect(self.refresh_database)
+        self.p.new_btn.clicked.connect(self._on_new_connection_clicked)
+        self.p.schema_combo.currentTextChanged.connect(self._on_schema_changed)
+
+    def dsn(self) -> str | None:
+        """The active DSN; a password typed this session is added in memory, never saved."""
+        text = self.p.conn_combo.currentText().strip()
+        if not text or text == EMBEDDED:
+            return None
+        dsn = self.w.settings.connections.get(text, text)
+        password = self._passwords.get(text)
+        return make_conninfo(dsn, password=password) if password else dsn
+
+    def schema(self) -> str | None:
+        return self.p.schema_combo.currentText().strip() or None
+
+    def set_connection_dsn(self, dsn: str | None) -> None:
+        self.p.conn_combo.setEditText(dsn or EMBEDDED)
+        edit = self.p.conn_combo.lineEdit()
+        if edit is not None:
+            edit.setCursorPosition(0)  # show where it starts (host, port), not the tail of a long DSN
+
+    def _on_new_connection_clicked(self) -> None:
+        from ui.connections import ConnectionDialog
+
+        dlg = ConnectionDialog(self.w)
+        if dlg.exec() and dlg.name.text().strip():
+            name = dlg.name.text().strip()
+            self.w.settings.connections[name] = dlg.dsn()
+            self.w.settings.save()
+            if dlg.password.text():
+                self._passwords[name] = dlg.password.text()
+            if self.p.conn_combo.findText(name) < 0:
+                self.p.conn_combo.addItem(name)
+            self.p.conn_combo.setCurrentText(name)
+            self.refresh_database()
+
+    # -- the database's schemas and tables ---------------------------------------------------------
+
+    def refresh_database(self) -> None:
+        dsn = self.dsn()
+        self.p.db_status.setText("connecting…")
+        self.w.background(lambda *_a: inspect_database(dsn), self._on_database_inspected, self._on_database_failed)
+
+    def refresh_table_list_quietly(self) -> None:
+        self.w.target_size = None  # it has changed: look again before the next first append
+        if self.db is not None:
+            dsn = self.dsn()
+            self.w.background(lambda *_a: inspect_database(dsn), self._on_database_inspected, lambda _m: None)
+
+    def _on_database_failed(self, message: str) -> None:
+        self.p.db_status.setText("not connected")
+        name = self.p.conn_combo.currentText().strip()
+        if "password" in message.lower() and name != EMBEDDED and name not in self._passwords:
+            password, ok = QInputDialog.getText(
+                self.w, "Password", f"Password for {strip_password(self.dsn() or name)}\n(kept for this session only)",
+                QLineEdit.EchoMode.Password)
+            if ok and password:
+                self._passwords[name] = password
+                self.refresh_database()
+                return
+        self.w.on_background_failed(message)
+
+    def _on_database_inspected(self, info: DatabaseInfo) -> None:
+        self.db = info
+        where = EMBEDDED if self.dsn() is None else strip_password(self.dsn() or "")
+        self.p.show_database(info, where)
+        self._on_schema_changed(self.p.schema_combo.currentText())
+        self.w.database_ready.emit()
+
+    def _on_schema_changed(self, schema: str) -> None:
+        if self.db is not None:
+            self.p.show_tables(self.db.tables.get(schema, []))
+
+    def show_table(self) -> None:
+        """The first 1,000 rows of the target in a read-only grid, fetched on a worker."""
+        table = self.p.table_combo.currentText().strip()
+        if not table:
+            return
+        dsn, ref = self.dsn(), TableRef(table, self.schema())
+
+        def fetch(*_a: Any) -> tuple[TableRows, TableSize | None]:
+            return first_rows(dsn, ref), table_size(dsn, ref)
+
+        self.w.background(fetch, lambda got: self._on_table_rows(ref, *got))
+
+    def _on_table_rows(self, ref: TableRef, rows: TableRows, size: TableSize | None) -> None:
+        if self.table_dialog is not None:
+            self.table_dialog.close()
+        self.table_dialog = dialogs.TableDialog(self.w, ref.display(), rows, size.text() if size else "?")
+        self.table_dialog.show()
+        self.w.table_shown.emit(self.table_dialog)
+
+    # -- how to reach the server ------------------------------------------------------------------
+
+    def show_server_info(self) -> None:
+        """A DSN and a psql command for the server in use (the embedded one is started if needed)."""
+        dsn = self.dsn()
+
+        def describe(*_a: Any) -> str:
+            lines = connection_help(resolve_dsn(dsn))
+            return "\n".join([("Embedded PostgreSQL" if dsn is None else "Server") + " — to reach it from outside:",
+                              *lines, "", "The same from a terminal: python -m app server status"])
+
+        self.w.background(describe, self._on_server_info)
+
+    def _on_server_info(self, text: str) -> None:
+        self.w.run_panel.log_line(text)
+        dialogs.TextDialog(self.w, "Connection details", text).show()
+        self.w.server_info_shown.emit(text)
