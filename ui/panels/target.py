@@ -22,7 +22,7 @@ EMBEDDED = "Local (embedded)"
 
 
 class TargetPanel(QGroupBox):
-    """Widgets only; the window wires connect_btn, new_btn and the combos' signals."""
+    """Widgets only: the window's TargetController wires connect_btn, new_btn and the schema combo; the window the other combos."""
 
     def __init__(self, connections: list[str], parent: QWidget | None = None) -> None:
         super().__init__("Target", parent)
