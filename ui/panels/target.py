@@ -22,7 +22,8 @@ EMBEDDED = "Local (embedded)"
 
 
 class TargetPanel(QGroupBox):
-    """Widgets only: the window's TargetController wires connect_btn, new_btn and the schema combo; the window the other combos."""
+    """Widgets only: the window's TargetController wires connect_btn, new_btn and the schema
+    combo; the window the other combos."""
 
     def __init__(self, connections: list[str], parent: QWidget | None = None) -> None:
         super().__init__("Target", parent)
