@@ -27,20 +27,28 @@ def _plan_after(qtbot: Any, w: Any, change: Callable[[], None], expect: str) -> 
     return text
 
 
+def _people_into(
+    qtbot: Any, w: Any, conn: psycopg.Connection[Any], tmp_path: Path, rows: int, table: str, columns: str, mode: str
+) -> Callable[[], None]:
+    """Opens a CSV of `rows` people, makes `table` (fixed test DDL); returns the step that picks it in `mode`."""
+    path = tmp_path / "people.csv"
+    path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(rows)), encoding="utf-8")
+    conn.execute(sql.SQL("CREATE TABLE {} (" + columns + ")").format(sql.Identifier(table)))
+    _open(qtbot, w, path)
+
+    def pick() -> None:
+        w.table_combo.setEditText(table)
+        w.mode_combo.setCurrentText(mode)
+
+    return pick
+
+
 def test_the_plan_is_shown_before_the_run(
     qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     w = window
-    path = tmp_path / "people.csv"
-    path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(200)), encoding="utf-8")
     table = table_name("plan")
-    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
-    _open(qtbot, w, path)
-
-    def pick_table() -> None:
-        w.table_combo.setEditText(table)
-        w.mode_combo.setCurrentText("append")
-
+    pick_table = _people_into(qtbot, w, conn, tmp_path, 200, table, "id int, name text", "append")
     text = _plan_after(qtbot, w, pick_table, "auto will pick")
     assert "copy-csv" in text and "commit: single" in text and "own bytes" in text  # auto's reason, before any run
     assert w.history.rowCount() == 0
@@ -56,15 +64,7 @@ def test_a_plan_that_cannot_run_says_why(
     qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     w = window
-    path = tmp_path / "people.csv"
-    path.write_text("id,name\n1,a\n", encoding="utf-8")
     table = table_name("nokey")
-    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, name text)").format(sql.Identifier(table)))
-    _open(qtbot, w, path)
-
-    def upsert_without_key() -> None:
-        w.table_combo.setEditText(table)
-        w.mode_combo.setCurrentText("upsert")
-
+    upsert_without_key = _people_into(qtbot, w, conn, tmp_path, 1, table, "id int PRIMARY KEY, name text", "upsert")
     text = _plan_after(qtbot, w, upsert_without_key, "cannot run")
     assert "upsert needs" in text and "key" in text
