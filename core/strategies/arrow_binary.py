@@ -133,8 +133,12 @@ def _numeric(precision: int, scale: int) -> Callable[[pl.Series], pl.Series]:
     # `precision - scale` integer digits (PostgreSQL would round or refuse the others).
     whole = precision - scale
     shape = rf"^[+-]?\d{{1,{whole}}}(\.\d{{0,{scale}}})?$" if whole > 0 else rf"^[+-]?0?(\.\d{{0,{scale}}})?$"
-    return lambda s: _where(_strip(s), shape, _strip(s).cast(pl.Decimal(precision, scale),
-                                                                                     strict=False))
+
+    def parse(s: pl.Series) -> pl.Series:
+        t = _strip(s)  # once, for the shape check and the cast
+        return _where(t, shape, t.cast(pl.Decimal(precision, scale), strict=False))
+
+    return parse
 
 
 def _text(s: pl.Series) -> pl.Series:
