@@ -96,8 +96,8 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
     staging table (every row written twice), nor into a Citus table (its staged path measured
     slower than one COPY). Measured on 2026-11-24 (README), 1M mixed rows, 2 streams: 1.15x psql
     in create mode on PostgreSQL 15, where copy-binary cannot help (the new table's numeric
-    column has no exact binary form; 0.85x); 1.12x appended with two-phase commit on the
-    embedded PostgreSQL 18, against copy-binary's 1.03x there."""
+    column has no exact binary form; 0.85x); 1.20x appended with two-phase commit on the
+    embedded PostgreSQL 18, against copy-binary's 1.16x there."""
     from core.protocols import target
     from core.spec import LoadMode
 
