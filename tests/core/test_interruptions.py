@@ -84,6 +84,20 @@ def _terminate_loader(dsn: str) -> int:
     return len(rows)
 
 
+def _wait_for_killed_loader(conn: psycopg.Connection[Any], timeout: float = 30) -> None:
+    """Until the killed loader's server sessions are gone. A transaction whose COMMIT (or whose
+    last COPY data and COMMIT) the client had written before it died still finishes on the server
+    after the kill: the table and the chunk book move together, but only once those sessions end."""
+    deadline = time.monotonic() + timeout
+    while True:
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice' "
+                           "AND datname = current_database()").fetchone()
+        if row == (0,):
+            return
+        assert time.monotonic() < deadline, "the killed loader's server sessions did not end"
+        time.sleep(0.02)  # polling the server, not our own code
+
+
 @pytest.fixture
 def every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Progress after every batch, so a fault lands at a known point."""
@@ -424,6 +438,7 @@ def test_sigkill_midway_then_resume_loads_each_row_once(
     finally:
         proc.wait(30)
     assert proc.returncode == -signal.SIGKILL
+    _wait_for_killed_loader(conn)
     state = ck.read(conn, TableRef(table), key)
     assert state is not None and not state.finished
     assert _digest(conn, table)[:2] == (state.rows_done, state.rows_done)  # checkpoint == what is committed

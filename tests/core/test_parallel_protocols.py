@@ -30,7 +30,14 @@ from core.errors import BadRowError, ConfigError, LoadFailed
 from core.job import LoadJob
 from core.protocols import byte_ranges, chunked
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
-from tests.core.test_interruptions import _csv, _digest, _make, _reference, _terminate_loader
+from tests.core.test_interruptions import (
+    _csv,
+    _digest,
+    _make,
+    _reference,
+    _terminate_loader,
+    _wait_for_killed_loader,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,6 +190,7 @@ def test_sigkill_then_resume_over_n_streams(
     finally:
         proc.wait(30)
     assert proc.returncode == -signal.SIGKILL
+    _wait_for_killed_loader(conn)
     state = ck.read(conn, TableRef(table), key)
     assert state is not None and not state.finished
     assert _digest(conn, table)[:2] == (state.rows_done, state.rows_done)  # the chunk book == the table
