@@ -336,6 +336,7 @@ class LoadJob:
     _per_batch_error = per_batch.per_batch_error
     # stages: read (parse, map and encode ahead), send, isolate bad rows
     _stream_batches = stages.stream_batches
+    _read_ahead = stages.read_ahead
     _stream_raw = stages.stream_raw
     _send_raw = stages.send_raw
     _stream_skipping = stages.stream_skipping

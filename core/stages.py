@@ -50,7 +50,12 @@ class Prefetch(Generic[T]):
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def __enter__(self) -> Prefetch[T]:
-        self._thread.start()
+        return self.start()
+
+    def start(self) -> Prefetch[T]:
+        """Start reading ahead (once: a Prefetch started early may be entered later)."""
+        if self._thread.ident is None:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -186,8 +191,19 @@ def replay(
     except SourceError:
         return
 
+def read_ahead(job: LoadJob, plan: Plan) -> Prefetch[Batch]:
+    """The source's batches, parsed from now on: the reader starts while the strategy still
+    opens (pyarrow's and numpy's imports, its COPY), so the server's first batch comes sooner."""
+    import polars
+
+    # The CLI defers polars' import to its first use (app/lazy_imports.py), which must not
+    # happen on two threads at once: the reader's and this one's. Load it here, first.
+    polars.DataFrame  # noqa: B018 - the attribute access is what loads it
+    return Prefetch(plan.source.batches(job.spec.batch_rows)).start()
+
+
 def stream_batches(
-    job: LoadJob, strategy: Strategy, plan: Plan) -> None:
+    job: LoadJob, strategy: Strategy, plan: Plan, ahead: Prefetch[Batch] | None = None) -> None:
     maps = plan.maps
     prepare = strategy.prepare
 
@@ -199,7 +215,7 @@ def stream_batches(
     # Three stages at once: a reader thread parses the next batches, an encoder thread maps
     # and encodes the ones before, and this thread sends (polars, pgpq's buffers and socket
     # writes release the GIL, so each stage takes a core when the server leaves one).
-    with Prefetch(plan.source.batches(job.spec.batch_rows)) as parsed, \
+    with ahead or Prefetch(plan.source.batches(job.spec.batch_rows)) as parsed, \
             Prefetch(encode(iter(parsed)), name="sluice-encoder") as batches:
         for batch, mapped, prepared in batches:
             job.cancel.check()

@@ -16,6 +16,7 @@ table that one final step makes visible (staging move or rename).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -127,6 +128,12 @@ class _Stream(threading.Thread):
 
     def run(self) -> None:
         try:
+            if self.owner.plan.book is not None:
+                # Connect now rather than on the first chunk: the server's start-up of this
+                # session overlaps the search for the chunk's end (later streams waited on both).
+                # A failure here is met again, with its retries, when the chunk is loaded.
+                with contextlib.suppress(psycopg.OperationalError, ConnectError):
+                    self.connect()
             self._take()
         finally:
             if self._fd >= 0:

@@ -48,8 +48,20 @@ def run(
     private: TableRef | None = None  # create-then-rename: the new table under its private name
     strategy: Strategy | None = None
     proto = job.protocol.protocol if job.protocol is not None else None
+    # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
+    raw = (
+        cls.streams_raw_csv
+        and spec.on_error is ErrorPolicy.ABORT
+        and source_is_csv(plan.source)
+        and mp.is_identity(plan.maps, plan.source.columns())
+        and not job._no_raw
+    )
+    job._raw = raw
+    ahead = None
     try:
         job._emit(Phase.PREPARING, force=True)
+        if not raw and spec.on_error is ErrorPolicy.ABORT:
+            ahead = job._read_ahead(plan)  # parsing starts now, beside the set-up below
         if proto is not None and proto.value == "create-then-rename":
             private = job._create_private(ctl, plan)
             targets, types = job._target_columns(ctl, replace(plan, target=private))
@@ -74,15 +86,6 @@ def run(
                 # Co-located with the target: the final INSERT ... SELECT runs on the workers.
                 tgt.distribute_like(ctl, stage, ref, job.target_info)
             write_ref = stage
-        # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
-        raw = (
-            cls.streams_raw_csv
-            and spec.on_error is ErrorPolicy.ABORT
-            and source_is_csv(plan.source)
-            and mp.is_identity(plan.maps, plan.source.columns())
-            and not job._no_raw
-        )
-        job._raw = raw
         ctx = WriteContext(
             dsn=dsn,
             table=write_ref,
@@ -129,7 +132,7 @@ def run(
             else:
                 job._stream_skipping(strategy, plan)
         else:
-            job._stream_batches(strategy, plan)
+            job._stream_batches(strategy, plan, ahead)
         job._emit(Phase.FINISHING, force=True)
         job.cancel.check()
         strategy.flush()
@@ -173,6 +176,8 @@ def run(
         created = created and job.dry_run  # keep the table: the load succeeded (a check drops it)
         succeeded = True
     finally:
+        if ahead is not None:
+            ahead.close()  # a load that failed before its batches were sent
         if job._rejects is not None and not succeeded:
             job._rejects.close()  # kept: it explains why the load stopped
         if strategy is not None:
