@@ -8,7 +8,7 @@ the window. Every fixed strategy stays selectable.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.spec import CommitMode, ErrorPolicy
@@ -36,6 +36,7 @@ class Choice:
     batch_rows: int
     workers: int
     reason: str
+    target: Any = field(default=None, compare=False)  # the TargetInfo auto read, which the job reuses
 
     def to_json(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "batch_rows": self.batch_rows, "workers": self.workers}
@@ -105,6 +106,7 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
     if workers < 2:
         return None
     mode = spec.target.mode
+    info = None
     if mode is LoadMode.CREATE:
         pass  # a new table loaded under a private name, renamed into place
     elif mode is LoadMode.APPEND:
@@ -116,7 +118,7 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
     return Choice("parallel-copy", PARALLEL_BATCH_ROWS, workers,
                   f"a large CSV file ({plan.source.size / 1e6:,.0f} MB) mapped column for column onto a server on "
                   f"this machine: {workers} streams read their own byte ranges of it, so the server parses on "
-                  f"{workers} cores, each row written once")
+                  f"{workers} cores, each row written once", target=info)
 
 
 def _batch_rows(width: int) -> int:

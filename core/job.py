@@ -263,7 +263,7 @@ class LoadJob:
             return
         from core.protocols import target
 
-        info = target.inspect(ctl, plan.target)
+        info = getattr(self.chosen, "target", None) or target.inspect(ctl, plan.target)  # auto's, read once
         choice = target.choose(
             multi_connection=cls.multi_connection, chunk_commits=cls.chunk_commits, mode=self.spec.target.mode,
             commit=self.spec.commit, on_error=self.spec.on_error, info=info, dry_run=self.dry_run,

@@ -92,7 +92,13 @@ def test_a_large_csv_goes_over_several_streams_where_each_row_is_written_once(
     if mode is not LoadMode.CREATE:
         conn.execute(sql.SQL("CREATE TABLE {} (a int, b text)").format(sql.Identifier(t)))
     two_phase = conn.execute("SELECT current_setting('max_prepared_transactions')::int > 0").fetchone()
+    from core.protocols import target
+
+    inspected: list[str] = []
+    real_inspect = target.inspect
+    monkeypatch.setattr(target, "inspect", lambda c, ref: inspected.append(ref.name) or real_inspect(c, ref))
     result = _run(dsn, path, t, mode=mode)
+    assert len(inspected) <= 1  # auto's reading of the target is the job's: the catalog is read once
     # Create: renamed into place; append: only with two-phase commit; truncate needs a staging table.
     parallel = mode is LoadMode.CREATE or (mode is LoadMode.APPEND and two_phase == (True,))
     assert result.chosen["strategy"] == ("parallel-copy" if parallel else "copy-csv")
