@@ -30,7 +30,9 @@ from core.sources.csv_records import (
 from core.sources.sniff import CsvDialect, sniff_csv
 from core.spec import SourceOptions
 
-CHUNK_BYTES = 1 << 20  # as fast as larger chunks (measured), and gives the chart more points
+# Records are cut and parsed 4 MB at a time: on 1M mixed rows (91 MB) polars and the cutting
+# took 0.30 CPU-s in 1 MB chunks, 0.23 in 4 MB, 0.21 in 16 MB; batches are cut from them anyway.
+CHUNK_BYTES = 4 << 20
 MAX_RECORD_BYTES = 64 << 20  # one record longer than this means a quote that never closes
 
 

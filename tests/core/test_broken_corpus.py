@@ -231,6 +231,7 @@ def test_skip(
 ) -> None:
     if case.record_limit:
         monkeypatch.setattr(csv_source, "MAX_RECORD_BYTES", case.record_limit)
+        monkeypatch.setattr(csv_source, "CHUNK_BYTES", case.record_limit // 4)  # the file spans several chunks
     path = tmp_path / "broken.csv"
     path.write_bytes(case.data())
     t = _table(conn, table_name, case)
@@ -269,6 +270,7 @@ def test_abort(
 ) -> None:
     if case.record_limit:
         monkeypatch.setattr(csv_source, "MAX_RECORD_BYTES", case.record_limit)
+        monkeypatch.setattr(csv_source, "CHUNK_BYTES", case.record_limit // 4)  # the file spans several chunks
     path = tmp_path / "broken.csv"
     path.write_bytes(case.data())
     t = _table(conn, table_name, case)
