@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from core.job import LoadJob
+    from core.strategies.binary_frames import BinaryFrames
 
 _STOP = object()
 
@@ -96,6 +97,7 @@ class StreamPlan:
     options: str = ""  # each stream's session settings (libpq `options`), beside the DSN's own
     path: str = ""  # the file byte-range pieces are read from
     quote: bytes = b'"'  # its quote, for counting the records of a range
+    binary: bool = False  # parsed batches go as binary COPY where every value can be typed
 
 
 class _Stream(threading.Thread):
@@ -105,6 +107,8 @@ class _Stream(threading.Thread):
         self.conn: psycopg.Connection[Any] | None = None
         self._unhook: Callable[[], None] | None = None
         self._fd = -1  # the source file, for byte-range pieces
+        self._binary: BinaryFrames | None = None  # this stream's encoder (made at its first batch)
+        self._binary_asked = False
 
     def connect(self) -> psycopg.Connection[Any]:
         if self.conn is None or self.conn.closed:
@@ -228,13 +232,13 @@ class _Stream(threading.Thread):
         fields = [bad_record_fields(b) for b in piece.bad]
         loaded = 0
         if frame.height:
-            data = frame.write_csv(include_header=False).encode()
+            stmt, data = self._encode(frame)
             if not plan.skip:
-                loaded = self._copy(conn, plan.parsed_copy, data)
+                loaded = self._copy(conn, stmt, data)
             else:
                 try:
                     with conn.transaction():
-                        loaded = self._copy(conn, plan.parsed_copy, data)
+                        loaded = self._copy(conn, stmt, data)
                 except psycopg.Error as exc:
                     if _lost(exc):
                         raise
@@ -245,10 +249,24 @@ class _Stream(threading.Thread):
                                                  frame.row(r.row - piece.first)) for r in bad]
         return loaded, _csv_lines(fields), len(fields)
 
-    def _copy(self, conn: psycopg.Connection[Any], stmt: sql.Composed, data: bytes) -> int:
+    def _encode(self, frame: pl.DataFrame) -> tuple[sql.Composed, list[bytes | memoryview]]:
+        """A batch as one binary COPY when it can be typed exactly, else as CSV."""
+        plan = self.owner.plan
+        if plan.binary and not self._binary_asked:
+            from core.strategies.binary_frames import BinaryFrames  # pyarrow: parsed batches only
+
+            ctx = plan.ctx
+            self._binary, self._binary_asked = BinaryFrames.for_target(ctx.table, ctx.columns, ctx.types), True
+        parts = self._binary.statement(frame) if self._binary is not None else None
+        if self._binary is not None and parts is not None:
+            return self._binary.copy_sql, parts
+        return plan.parsed_copy, [frame.write_csv(include_header=False).encode()]
+
+    def _copy(self, conn: psycopg.Connection[Any], stmt: sql.Composed, data: bytes | list[bytes | memoryview]) -> int:
         with conn.cursor() as cur:
             with cur.copy(stmt) as cp:
-                cp.write(memoryview(data))  # psycopg sends it in slices: views, not copies
+                for part in [data] if isinstance(data, bytes) else data:
+                    cp.write(memoryview(part))  # psycopg sends it in slices: views, not copies
             return cur.rowcount
 
 

@@ -16,17 +16,24 @@ from core.db import connect
 from core.errors import LoadFailed
 from core.protocols.two_phase import LOCK_TIMEOUT, TwoPhaseGroup
 from core.strategies.base import Strategy, WriteFailed, register
+from core.strategies.binary_frames import TRAILER
 from core.strategies.copy import copy_error_row, csv_copy_sql
 
 if TYPE_CHECKING:
     from core.job import LoadJob
     from core.plan import Plan
+    from core.strategies.binary_frames import BinaryFrames
 
 _STOP = object()
 
 
 class _Span(tuple[int, int]):
     """File bytes lo .. hi - 1 (whole records) that a worker reads itself."""
+
+
+def _binary(item: object) -> bool:
+    """A batch's binary tuples (a view; CSV batches and the file's own bytes are bytes)."""
+    return isinstance(item, tuple) and not isinstance(item, _Span) and isinstance(item[0], memoryview)
 
 
 class _Worker(threading.Thread):
@@ -38,36 +45,46 @@ class _Worker(threading.Thread):
         self.records = 0  # records of the byte ranges this stream read and sent, counted by us
         self.bytes_sent = 0  # of those ranges, for progress
         self.sent: list[tuple[int, int]] = []  # (first source row, rows) of each chunk, in stream order
+        self._statement_row = 0  # rows this stream sent before its current COPY statement
         self._fd = -1  # the source file, for byte ranges read here
 
     def run(self) -> None:
         from core.protocols.common import count_records
 
         q = self.owner.queue
-        stopped = False
+        item = q.get()
         try:
             with self.conn.cursor() as cur:
-                with cur.copy(self.owner.copy_stmt) as cp:
-                    while True:
-                        item = q.get()
-                        if item is _STOP:
-                            stopped = True
-                            break
-                        if isinstance(item, _Span):
-                            for part in self._read(item):
-                                # Counted here, apart from the server's count: a lost part must fail the load.
-                                self.records += count_records(bytes(part), self.owner.quote)
-                                cp.write(part)
-                                self.bytes_sent += len(part)
-                            continue
-                        data, first_row, rows = item
-                        self.sent.append((first_row, rows))
-                        cp.write(data)
-                self.rows = cur.rowcount if cur.rowcount >= 0 else sum(n for _, n in self.sent)
+                # One COPY statement per run of items in one format: batches typed exactly go as
+                # binary, others (and the file's own bytes) as CSV, in the same transaction.
+                while item is not _STOP:
+                    binary = self.owner.binary if _binary(item) else None
+                    self._statement_row = sum(n for _, n in self.sent)  # rows before this statement
+                    with cur.copy(binary.copy_sql if binary else self.owner.copy_stmt) as cp:
+                        if binary:
+                            cp.write(binary.header)
+                        while item is not _STOP and _binary(item) == (binary is not None):
+                            if isinstance(item, _Span):
+                                for part in self._read(item):
+                                    # Counted here, apart from the server's count: a lost part must fail the load.
+                                    self.records += count_records(bytes(part), self.owner.quote)
+                                    cp.write(part)
+                                    self.bytes_sent += len(part)
+                            else:
+                                data, first_row, rows = item
+                                self.sent.append((first_row, rows))
+                                cp.write(data)
+                            item = q.get()
+                        if binary:
+                            cp.write(TRAILER)
+                    self.rows += cur.rowcount if cur.rowcount >= 0 else sum(n for _, n in self.sent) - \
+                        self._statement_row
         except psycopg.Error as exc:
-            self._failed(WriteFailed(exc, self._source_row(copy_error_row(exc))), stopped)
+            row = copy_error_row(exc)
+            self._failed(WriteFailed(exc, self._source_row(None if row is None else self._statement_row + row)),
+                         item is _STOP)
         except BaseException as exc:  # noqa: BLE001 - any death must fail the load, or its chunks are lost
-            self._failed(exc, stopped)
+            self._failed(exc, item is _STOP)
         finally:
             if self._fd >= 0:
                 os.close(self._fd)
@@ -124,6 +141,10 @@ class ParallelCopy(Strategy):
         self._fail_lock = threading.Lock()
         self._first_error: BaseException | None = None
         self.copy_stmt = csv_copy_sql(self)
+        if not self.ctx.copy_options:  # parsed batches (the file's own bytes are CSV as they are)
+            from core.strategies.binary_frames import BinaryFrames
+
+            self.binary = BinaryFrames.for_target(self.ctx.table, self.ctx.columns, self.ctx.types)
         # Everything rollback() and close() look at exists before the first connection is tried,
         # so a refused one is reported as it is and closes the ones opened before it.
         self.conns: list[psycopg.Connection[Any]] = []
@@ -157,7 +178,7 @@ class ParallelCopy(Strategy):
                 self._first_error = error  # the cause; later failures are often its consequences
         self.failed.set()
 
-    def _put(self, data: bytes, first_row: int, rows: int) -> None:
+    def _put(self, data: bytes | memoryview, first_row: int, rows: int) -> None:
         self._put_item((data, first_row, rows))
 
     def _put_item(self, item: Any) -> None:
@@ -173,10 +194,21 @@ class ParallelCopy(Strategy):
             except queue.Full:
                 continue
 
-    def write(self, frame: pl.DataFrame) -> int:
-        self._put(frame.write_csv(include_header=False).encode(), self._row, frame.height)
+    binary: BinaryFrames | None = None  # set by open() for parsed batches, when every column has a binary form
+
+    def prepare(self, frame: pl.DataFrame) -> object:
+        """On the encoding stage's thread: the batch's binary tuples when every value can be typed
+        exactly, else the batch as CSV."""
+        tuples = self.binary.tuples(frame) if self.binary is not None else None
+        return tuples if tuples is not None else frame.write_csv(include_header=False).encode()
+
+    def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
+        self._put(prepared, self._row, frame.height)  # type: ignore[arg-type]
         self._row += frame.height
         return frame.height
+
+    def write(self, frame: pl.DataFrame) -> int:
+        return self.write_prepared(self.prepare(frame), frame)
 
     path = ""  # feed_raw: the file the workers read
     quote = b'"'  # feed_raw: the file's quote, for counting its records
