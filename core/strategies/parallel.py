@@ -141,7 +141,7 @@ class ParallelCopy(Strategy):
         self._fail_lock = threading.Lock()
         self._first_error: BaseException | None = None
         self.copy_stmt = csv_copy_sql(self)
-        if not self.ctx.copy_options:  # parsed batches (the file's own bytes are CSV as they are)
+        if self.binary_streams and not self.ctx.copy_options:  # parsed batches (the file's own bytes stay CSV)
             from core.strategies.binary_frames import BinaryFrames
 
             self.binary = BinaryFrames.for_target(self.ctx.table, self.ctx.columns, self.ctx.types)
@@ -195,6 +195,7 @@ class ParallelCopy(Strategy):
                 continue
 
     binary: BinaryFrames | None = None  # set by open() for parsed batches, when every column has a binary form
+    binary_streams = True  # set by the job: False into a Citus distributed table
 
     def prepare(self, frame: pl.DataFrame) -> object:
         """On the encoding stage's thread: the batch's binary tuples when every value can be typed
