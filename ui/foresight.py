@@ -38,6 +38,9 @@ class Foresight(QObject):
                        t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged,
                        window.mapping.modelReset, window.mapping.dataChanged):
             signal.connect(self.schedule)
+        # A run started before the plan was said (a profile run at once, Ctrl+R right after
+        # picking) left the line empty: once it ends, say the plan for the next one.
+        window.run_ended.connect(self.schedule)
 
     def schedule(self, *_args: Any) -> None:
         self._gen += 1  # an answer on its way is stale from now on

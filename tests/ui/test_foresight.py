@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg import sql
+
+from core.sources.csv_source import CsvSource
 
 
 def _open(qtbot: Any, w: Any, path: Path) -> None:
@@ -68,3 +72,39 @@ def test_a_plan_that_cannot_run_says_why(
     upsert_without_key = _people_into(qtbot, w, conn, tmp_path, 1, table, "id int PRIMARY KEY, name text", "upsert")
     text = _plan_after(qtbot, w, upsert_without_key, "cannot run")
     assert "upsert needs" in text and "key" in text
+
+
+def test_a_run_that_failed_before_the_plan_was_said_leaves_the_next_plan_said(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run started at once (a profile run, Ctrl+R right after picking) is on when the plan's timer
+    asks; a successful one refreshes the table list, which asks again, a failed one did not."""
+    w = window
+    table = table_name("runfirst")
+    path = tmp_path / "bad.csv"
+    path.write_text("id,name\n1,a\nseven,b\n", encoding="utf-8")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
+    _open(qtbot, w, path)
+
+    # The run reads its file only once the plan's timer has fired (and found the run on).
+    asked = threading.Event()
+    w.foresight._timer.timeout.connect(asked.set)
+    real_chunks = CsvSource.raw_chunks
+
+    def raw_chunks(self: CsvSource, *args: Any, **kwargs: Any) -> Any:
+        asked.wait(30)
+        return real_chunks(self, *args, **kwargs)
+
+    monkeypatch.setattr(CsvSource, "raw_chunks", raw_chunks)
+
+    def pick_and_run_at_once() -> None:
+        w.table_combo.setEditText(table)
+        w.mode_combo.setCurrentText("append")
+        with qtbot.waitSignal(w.run_failed, timeout=60_000):
+            w.start_run()
+        assert asked.is_set()
+
+    text = _plan_after(qtbot, w, pick_and_run_at_once, "auto will pick")
+    assert "copy-csv" in text
+    assert "pick a file" not in w.run_panel.plan_label.text()
