@@ -14,7 +14,6 @@ from core.sources.base import Source
 from core.spec import ColumnMap
 
 if TYPE_CHECKING:
-    from core.job import LoadJob
     from core.plan import Plan
 
 
@@ -95,10 +94,3 @@ def _drop(ctl: psycopg.Connection[Any], ref: TableRef) -> None:
         ctl.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(ref.ident()))
     except psycopg.Error:
         pass
-
-
-def binary_streams_for(job: LoadJob) -> bool:
-    """Whether multi-connection streams may send typed batches as binary COPY: not into a Citus
-    distributed table, where only CSV streams were tested (binary ones came after that cluster)."""
-    info = job.target_info
-    return not (info is not None and info.distributed)

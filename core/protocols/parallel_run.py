@@ -84,8 +84,7 @@ def run_per_batch(
         truncate = ref if mode is LoadMode.TRUNCATE and not done else None
         splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
                            spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate, _session_options(job),
-                           str(plan.source.path), getattr(plan.source, "quote", '"').encode(),
-                           binary=common.binary_streams_for(job))
+                           str(plan.source.path), getattr(plan.source, "quote", '"').encode(), binary=True)
         streams = ChunkStreams(splan, ctx.workers, job.cancel, job.on_log, lambda: None)
         bytes_base = span[0] + sum(c.hi - c.lo for c in done) if by_bytes and span is not None else None
         streams.on_progress = progress(job, streams, base, bytes_base)
@@ -286,7 +285,6 @@ class SkipStreams(Strategy):
     title = summary = lesson = seed = ""
     multi_connection = True
     feeds_itself = True
-    binary_streams = True  # set by the job: False into a Citus distributed table
 
     def open(self) -> None:
         self.parsed_stmt = csv_copy_sql(self)
@@ -294,7 +292,7 @@ class SkipStreams(Strategy):
 
     def feed(self, job: LoadJob, plan: Plan, rejects: RejectWriter) -> None:
         splan = StreamPlan(self.ctx, None, self.parsed_stmt, plan.source, True, None, rejects.limit,
-                           rejects.limit_pct, binary=self.binary_streams)
+                           rejects.limit_pct, binary=True)
         streams = self._streams = ChunkStreams(splan, self.ctx.workers, job.cancel, job.on_log, lambda: None)
         streams.on_progress = progress(job, streams, (0, 0, 0))
         streams.connect_all()

@@ -22,7 +22,6 @@ from core.errors import (
 )
 from core.events import Phase
 from core.plan import Plan
-from core.protocols import common
 from core.protocols.common import (
     _drop,
     _is_format_error,
@@ -116,8 +115,6 @@ def run(
             strategy.on_conflict = True  # a script's INSERT ... ON CONFLICT DO NOTHING, replayed as such
         if hasattr(strategy, "two_phase"):
             strategy.two_phase = two_phase
-        if hasattr(strategy, "binary_streams"):
-            strategy.binary_streams = common.binary_streams_for(job)
         strategy.open()
         if mode is LoadMode.TRUNCATE and not staged:
             assert strategy.conn is not None

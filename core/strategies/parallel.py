@@ -142,7 +142,7 @@ class ParallelCopy(Strategy):
         self._fail_lock = threading.Lock()
         self._first_error: BaseException | None = None
         self.copy_stmt = csv_copy_sql(self)
-        if self.binary_streams and not self.ctx.copy_options:  # parsed batches (the file's own bytes stay CSV)
+        if not self.ctx.copy_options:  # parsed batches (the file's own bytes are CSV as they are)
             from core.strategies.binary_frames import BinaryFrames
 
             self.binary = BinaryFrames.for_target(self.ctx.table, self.ctx.columns, self.ctx.types)
@@ -196,7 +196,6 @@ class ParallelCopy(Strategy):
                 continue
 
     binary: BinaryFrames | None = None  # set by open() for parsed batches, when every column has a binary form
-    binary_streams = True  # set by the job: False into a Citus distributed table
 
     def prepare(self, frame: pl.DataFrame) -> object:
         """On the encoding stage's thread: the batch's binary tuples when every value can be typed

@@ -115,32 +115,3 @@ def test_a_refused_row_after_a_change_of_format_is_named_by_its_source_row(
     assert binary_batches[:1] == [250]
     count = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()
     assert count == (0,)  # single commit: nothing stays
-
-
-def test_into_a_distributed_table_streams_stay_csv() -> None:
-    from types import SimpleNamespace
-
-    from core.protocols.common import binary_streams_for
-    from core.protocols.target import TargetInfo
-
-    assert binary_streams_for(SimpleNamespace(target_info=None))  # type: ignore[arg-type]
-    assert binary_streams_for(SimpleNamespace(target_info=TargetInfo(False, False)))  # type: ignore[arg-type]
-    citus = TargetInfo(False, True, distributed=True, dist_column="id")
-    assert not binary_streams_for(SimpleNamespace(target_info=citus))  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("commit", [CommitMode.SINGLE, CommitMode.PER_BATCH])
-def test_streams_told_to_stay_csv_send_no_binary_batch(
-    commit: CommitMode, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
-    binary_batches: list[int], monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from core.protocols import common
-
-    monkeypatch.setattr(common, "binary_streams_for", lambda job: False)  # as for a Citus distributed table
-    path = _parquet(tmp_path / "csv.parquet")
-    table = table_name("csvonly")
-    _table(conn, table)
-    assert LoadJob(_spec(path, table, dsn, commit)).run().rows_loaded == ROWS
-    assert binary_batches == []
-    got = conn.execute(sql.SQL("SELECT count(DISTINCT id) FROM {}").format(sql.Identifier(table))).fetchone()
-    assert got == (ROWS,)
