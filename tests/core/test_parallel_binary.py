@@ -115,3 +115,33 @@ def test_a_refused_row_after_a_change_of_format_is_named_by_its_source_row(
     assert binary_batches[:1] == [250]
     count = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()
     assert count == (0,)  # single commit: nothing stays
+
+
+@pytest.mark.parametrize("commit", [CommitMode.SINGLE, CommitMode.PER_BATCH])
+def test_binary_streams_into_a_citus_distributed_table(
+    commit: CommitMode, tmp_path: Path, binary_batches: list[int],
+) -> None:
+    import os
+    import uuid
+
+    dsn = os.environ.get("SLUICE_TEST_CITUS_DSN")
+    if not dsn:
+        pytest.skip("SLUICE_TEST_CITUS_DSN names no Citus coordinator")
+    path = _parquet(tmp_path / "cit.parquet", {1_234: "infinity"})
+    table, reference = f"citbin_{uuid.uuid4().hex[:8]}", f"citref_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as c:
+        try:
+            for t in (table, reference):
+                _table(c, t)
+                c.execute("SELECT create_distributed_table(%s, 'id')", [t])
+            result = LoadJob(_spec(path, table, dsn, commit, workers=4)).run()
+            assert result.rows_loaded == ROWS
+            assert sum(binary_batches) == ROWS - 250
+            pl.read_parquet(path).write_csv(tmp_path / "cit.csv")
+            copy = sql.SQL("COPY {} FROM STDIN (FORMAT csv, HEADER)").format(sql.Identifier(reference))
+            with c.cursor() as cur, cur.copy(copy) as cp:
+                cp.write((tmp_path / "cit.csv").read_bytes())
+            assert _rows(c, table) == _rows(c, reference)
+        finally:
+            for t in (table, reference):
+                c.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(t)))
