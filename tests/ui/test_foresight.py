@@ -32,11 +32,13 @@ def _plan_after(qtbot: Any, w: Any, change: Callable[[], None], expect: str) -> 
 
 
 def _people_into(
-    qtbot: Any, w: Any, conn: psycopg.Connection[Any], tmp_path: Path, rows: int, table: str, columns: str, mode: str
+    qtbot: Any, w: Any, conn: psycopg.Connection[Any], tmp_path: Path, rows: int, table: str, columns: str, mode: str,
+    last: str = "",
 ) -> Callable[[], None]:
-    """Opens a CSV of `rows` people, makes `table` (fixed test DDL); returns the step that picks it in `mode`."""
+    """Opens a CSV of `rows` people (then the line `last`), makes `table` (fixed test DDL); returns the
+    step that picks it in `mode`."""
     path = tmp_path / "people.csv"
-    path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(rows)), encoding="utf-8")
+    path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(rows)) + last, encoding="utf-8")
     conn.execute(sql.SQL("CREATE TABLE {} (" + columns + ")").format(sql.Identifier(table)))
     _open(qtbot, w, path)
 
@@ -82,10 +84,7 @@ def test_a_run_that_failed_before_the_plan_was_said_leaves_the_next_plan_said(
     asks; a successful one refreshes the table list, which asks again, a failed one did not."""
     w = window
     table = table_name("runfirst")
-    path = tmp_path / "bad.csv"
-    path.write_text("id,name\n1,a\nseven,b\n", encoding="utf-8")
-    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
-    _open(qtbot, w, path)
+    pick_table = _people_into(qtbot, w, conn, tmp_path, 1, table, "id int, name text", "append", last="seven,b\n")
 
     # The run reads its file only once the plan's timer has fired (and found the run on).
     asked = threading.Event()
@@ -99,8 +98,7 @@ def test_a_run_that_failed_before_the_plan_was_said_leaves_the_next_plan_said(
     monkeypatch.setattr(CsvSource, "raw_chunks", raw_chunks)
 
     def pick_and_run_at_once() -> None:
-        w.table_combo.setEditText(table)
-        w.mode_combo.setCurrentText("append")
+        pick_table()
         with qtbot.waitSignal(w.run_failed, timeout=60_000):
             w.start_run()
         assert asked.is_set()
