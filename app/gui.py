@@ -91,7 +91,9 @@ def main(argv: list[str]) -> int:
     def after_run(code: int) -> None:
         outcome["code"] = code
         if args.screenshot:
-            QTimer.singleShot(300, shoot)
+            # Once the plan for the next run is said again (or after 5 s), so the shot shows it.
+            window.foresight.updated.connect(lambda _t: QTimer.singleShot(100, shoot))
+            QTimer.singleShot(5000, shoot)
 
     window.run_finished.connect(lambda _r: after_run(0))
     window.run_failed.connect(lambda _m: after_run(1))
