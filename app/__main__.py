@@ -6,6 +6,11 @@ import gc
 import os
 import sys
 
+# numpy's OpenBLAS starts a thread per extra core at import, and on this 2-core machine it spun
+# for about 0.1 s of CPU there, taken from the server and the parser. Sluice does no linear
+# algebra; one thread keeps that CPU for the load (`import numpy` then a 0.3 s sleep: 0.18 -> 0.07 CPU-s).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
