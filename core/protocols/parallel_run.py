@@ -139,6 +139,10 @@ CHUNKS_PER_STREAM = 4
 CHUNKS_PER_STREAM_DISTRIBUTED = 2
 DISTRIBUTED_CHUNK_MAX = 256 << 20
 FIRST_ALONE_BYTES = 1 << 20
+# Each stream's first chunk is small: a chunk's end is found by reading and scanning it (about
+# 2 ms a MB), so with full-size first chunks the second stream waited for two cuts (some 80 ms
+# on 19 MB chunks) before its first byte went out.
+RAMP_BYTES = 4 << 20
 
 
 # Citus keeps one connection per worker open after a transaction (max_cached_conns_per_worker
@@ -178,16 +182,19 @@ def _data_span(plan: Plan) -> tuple[int, int] | None:
 
 def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alone: bool = False) -> Iterator[int]:
     """Chunk boundaries, found as the streams go (see csv_records.record_cuts). A first chunk
-    that commits alone (with truncate's TRUNCATE) is small: the other streams wait for it."""
+    that commits alone (with truncate's TRUNCATE) is small: the other streams wait for it. So are
+    the streams' first chunks, so that every stream starts as soon as it is connected."""
     start, end = span
     per, top = ((CHUNKS_PER_STREAM_DISTRIBUTED, DISTRIBUTED_CHUNK_MAX) if info is not None and info.distributed
                 else (CHUNKS_PER_STREAM, CHUNK_MAX))
     every = min(top, max(CHUNK_MIN, (end - start) // (max(1, workers) * per) + 1))
     d = plan.source.dialect  # type: ignore[attr-defined]
+    first = ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * max(1, workers)
+    first = tuple(min(every, size) for size in first)
     fd = os.open(str(plan.source.path), os.O_RDONLY)
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
         yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
-                               first=min(every, FIRST_ALONE_BYTES) if first_alone else 0, taper=2 * max(1, workers))
+                               first=first, taper=2 * max(1, workers))
     finally:
         os.close(fd)
 

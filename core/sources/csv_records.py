@@ -206,10 +206,11 @@ class BareQuoteIn(ValueError):
 
 
 def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
-                longest: int = 64 << 20, delimiter: bytes = b"", first: int = 0, taper: int = 0) -> Iterator[int]:
+                longest: int = 64 << 20, delimiter: bytes = b"", first: tuple[int, ...] = (),
+                taper: int = 0) -> Iterator[int]:
     """Record boundaries of the file bytes start .. end - 1 (both ends are boundaries), about
-    `every` bytes apart (the first one `first` bytes in, when given): start, then each cut as
-    it is found, then end. A rest shorter than a quarter of a chunk joins the chunk before it.
+    `every` bytes apart (the first chunks `first` bytes long, when given): start, then each cut
+    as it is found, then end. A rest shorter than a quarter of a chunk joins the chunk before it.
 
     With `taper` (streams sharing the chunks), a chunk is at most 1/taper of what is left,
     down to a quarter of `every`: the last chunks are small, so the streams finish together
@@ -226,9 +227,10 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
     import os
 
     yield start
-    at = start
+    at, made = start, 0
     while at < end:
-        want = first if first and at == start else every
+        want = first[made] if made < len(first) else every
+        made += 1
         if taper:
             want = min(want, max(every // 4, (end - at) // taper))
         if end - at - want < want // 4:

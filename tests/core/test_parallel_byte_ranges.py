@@ -54,10 +54,10 @@ def _quoted_newlines(path: Path, rows: int) -> Path:
     return path
 
 
-def _cuts(path: Path, start: int, every: int, taper: int = 0) -> list[int]:
+def _cuts(path: Path, start: int, every: int, taper: int = 0, first: tuple[int, ...] = ()) -> list[int]:
     fd = os.open(path, os.O_RDONLY)
     try:
-        return list(record_cuts(fd, start, path.stat().st_size, b'"', every, taper=taper))
+        return list(record_cuts(fd, start, path.stat().st_size, b'"', every, first=first, taper=taper))
     finally:
         os.close(fd)
 
@@ -87,6 +87,21 @@ def test_cuts_taper_towards_the_end_and_leave_no_crumb(tmp_path: Path) -> None:
     sizes = [b - a for a, b in zip(tapered, tapered[1:])]
     assert max(sizes[-4:]) < 10_000 * 0.6 < min(sizes[:4])  # big chunks first, small ones last
     assert all(s >= 10_000 // 4 - 200 for s in sizes[:-1])  # never below a quarter (less a record)
+
+
+def test_the_first_chunks_are_as_small_as_asked_then_full_size(tmp_path: Path) -> None:
+    """Each stream's first chunk is small (parallel_run.RAMP_BYTES), so no stream waits long
+    for the reader to find its first chunk's end."""
+    path = _quoted_newlines(tmp_path / "q.csv", 4_000)
+    data = path.read_bytes()
+    start = data.index(b"\n") + 1
+    cuts = _cuts(path, start, 10_000, first=(1_000, 2_000, 2_000))
+    sizes = [b - a for a, b in zip(cuts, cuts[1:])]
+    record = 60  # a cut falls at the last record end within the bytes read: up to a record short
+    assert 1_000 - record < sizes[0] <= 1_000
+    assert all(2_000 - record < s <= 2_000 for s in sizes[1:3])
+    assert all(10_000 - record < s <= 10_000 for s in sizes[3:-1])
+    assert sum(count_records(data[a:b], b'"') for a, b in zip(cuts, cuts[1:])) == 4_000
 
 
 @pytest.mark.parametrize("workers", [2, 4])
