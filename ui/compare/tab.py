@@ -14,12 +14,9 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QFileDialog,
-    QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QListWidget,
-    QListWidgetItem,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -37,9 +34,8 @@ from ui.compare.charts import CompareCharts
 from ui.compare.form import CompareForm
 from ui.compare.model import SORT_ROLE, CompareModel
 from ui.compare.session import CompareSession, rtt_text
+from ui.compare.sessions_box import SessionsBox
 from ui.worker import Job
-
-_SESSION = Qt.ItemDataRole.UserRole
 
 
 class CompareHost(Protocol):
@@ -89,7 +85,6 @@ class CompareTab(QWidget):
         self._relay.step.connect(self._on_step)
         self._relay.result.connect(self._on_result)
         self.report: CompareReport | None = None
-        self.sessions: list[CompareSession] = []
         # Runs can finish many times a second: the charts redraw at most every 100 ms.
         self._redraw = QTimer(self)
         self._redraw.setSingleShot(True)
@@ -137,22 +132,14 @@ class CompareTab(QWidget):
         self.status = QLabel("Each run loads a scratch copy of the target table; the table itself is never touched.")
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
-        lay.addWidget(self._sessions_box())
+        self.sessions_box = SessionsBox(lambda session: session is not self._running)
+        self.sessions_box.changed.connect(self._refresh_view)
+        self.session_list = self.sessions_box.session_list
+        self.remove_btn = self.sessions_box.remove_btn
+        lay.addWidget(self.sessions_box)
         panel.setMinimumWidth(300)
         panel.setMaximumWidth(420)
         return panel
-
-    def _sessions_box(self) -> QGroupBox:
-        box = QGroupBox("Sessions (tick two to compare; double-click to rename)")
-        lay = QVBoxLayout(box)
-        self.session_list = QListWidget()
-        self.session_list.setMaximumHeight(110)
-        self.session_list.itemChanged.connect(self._on_session_item_changed)
-        lay.addWidget(self.session_list)
-        self.remove_btn = QPushButton("Remove session")
-        self.remove_btn.clicked.connect(self._on_remove_clicked)
-        lay.addWidget(self.remove_btn)
-        return box
 
     def _results_panel(self) -> QWidget:
         panel = QWidget()
@@ -235,60 +222,18 @@ class CompareTab(QWidget):
 
     # -- sessions -----------------------------------------------------------------------------
 
+    @property
+    def sessions(self) -> list[CompareSession]:
+        """Every comparison of this window, newest last."""
+        return self.sessions_box.sessions
+
     def shown_sessions(self) -> list[CompareSession]:
         """The ticked sessions, oldest first."""
-        out = []
-        for i in range(self.session_list.count()):
-            item = self.session_list.item(i)
-            if item.checkState() == Qt.CheckState.Checked:
-                out.append(self.sessions[i])
-        return out
+        return self.sessions_box.shown()
 
     def show_sessions(self, sessions: list[CompareSession]) -> None:
         """Tick exactly these sessions (side by side, in the order they ran)."""
-        self.session_list.blockSignals(True)
-        for i, s in enumerate(self.sessions):
-            self.session_list.item(i).setCheckState(
-                Qt.CheckState.Checked if any(s is t for t in sessions) else Qt.CheckState.Unchecked)
-        self.session_list.blockSignals(False)
-        self._refresh_view()
-
-    def _add_session(self, session: CompareSession) -> None:
-        self.sessions.append(session)
-        item = QListWidgetItem(session.title())
-        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEditable)
-        item.setData(_SESSION, session.number)
-        self.session_list.blockSignals(True)
-        self.session_list.addItem(item)
-        self.session_list.blockSignals(False)
-        self._update_item(session)
-        self.show_sessions([session])  # a new comparison shows alone; tick an older one to set it beside
-
-    def _update_item(self, session: CompareSession) -> None:
-        item = self.session_list.item(self.sessions.index(session))
-        self.session_list.blockSignals(True)
-        item.setText(session.title())
-        fastest = session.fastest()
-        best = f"\nfastest: {describe(fastest)}, {fastest.median_rows_per_s:,.0f} rows/s" if fastest else ""
-        item.setToolTip(f"{session.settings_text()}\n{session.source} → {session.table}\n"
-                        f"started {session.started:%H:%M:%S}{best}")
-        self.session_list.blockSignals(False)
-
-    def _on_session_item_changed(self, item: QListWidgetItem) -> None:
-        session = self.sessions[self.session_list.row(item)]
-        text = item.text().strip()
-        if text and text != session.title():
-            session.name = text.removesuffix(f" ({session.state})")
-            self._update_item(session)
-        self._refresh_view()
-
-    def _on_remove_clicked(self) -> None:
-        row = self.session_list.currentRow()
-        if row < 0 or self.sessions[row] is self._running:
-            return
-        del self.sessions[row]
-        self.session_list.takeItem(row)
-        self._refresh_view()
+        self.sessions_box.show_only(sessions)
 
     def _refresh_view(self) -> None:
         shown = self.shown_sessions()
@@ -327,7 +272,7 @@ class CompareTab(QWidget):
         session = CompareSession(number, f"#{number} · {rtt_text(spec.rtt_ms)}", settings,
                                  source=base.source.path, table=base.target.table)
         self._running = session
-        self._add_session(session)
+        self.sessions_box.add(session)
         self._generation += 1
         gen, relay = self._generation, self._relay
         self.progress.setRange(0, 0)  # busy until the first run reports
@@ -377,7 +322,7 @@ class CompareTab(QWidget):
         if gen != self._generation or self._job is None or session is None:
             return
         session.add(result)
-        self._update_item(session)
+        self.sessions_box.update_item(session)
         if any(s is session for s in self.shown_sessions()):
             self.model.update_result(session, result)
             self._set_buttons()
@@ -404,7 +349,7 @@ class CompareTab(QWidget):
         self.report = report
         self.progress.setValue(1)
         self.progress.setFormat("done")
-        self._update_item(session)
+        self.sessions_box.update_item(session)
         self._refresh_view()
         self.table.sortByColumn(CompareModel.COL_MEDIAN, Qt.SortOrder.DescendingOrder)
         self._set_running(False)
@@ -430,7 +375,7 @@ class CompareTab(QWidget):
         self.progress.setValue(0)
         self.progress.setFormat("failed")
         self.status.setText("Failed: " + message)
-        self._update_item(session)
+        self.sessions_box.update_item(session)
         self._refresh_view()
         self._set_running(False)
         self.failed.emit(message)
@@ -444,7 +389,7 @@ class CompareTab(QWidget):
         self.progress.setValue(0)
         self.progress.setFormat("stopped")
         self.status.setText("Stopped. The target table was not touched; the runs that finished are kept.")
-        self._update_item(session)
+        self.sessions_box.update_item(session)
         self._refresh_view()
         self._set_running(False)
         self.cancelled.emit()
