@@ -35,6 +35,7 @@ def reset(dsn: str, citus: bool, create: bool = False) -> None:
             c.execute(sql.SQL(DDL["mixed"]).format(sql.Identifier(TABLE)))
             if citus:
                 c.execute("SELECT create_distributed_table(%s, 'id')", [TABLE])
+        c.execute("CHECKPOINT")  # no dirty pages of the run before (see run_bench.reset)
 
 
 def quarters(path: Path, parts: int = 4) -> list[Path]:
