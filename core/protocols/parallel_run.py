@@ -185,11 +185,13 @@ def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alon
     that commits alone (with truncate's TRUNCATE) is small: the other streams wait for it. So are
     the streams' first chunks, so that every stream starts as soon as it is connected."""
     start, end = span
-    per, top = ((CHUNKS_PER_STREAM_DISTRIBUTED, DISTRIBUTED_CHUNK_MAX) if info is not None and info.distributed
-                else (CHUNKS_PER_STREAM, CHUNK_MAX))
+    distributed = info is not None and info.distributed
+    per, top = (CHUNKS_PER_STREAM_DISTRIBUTED, DISTRIBUTED_CHUNK_MAX) if distributed else (CHUNKS_PER_STREAM, CHUNK_MAX)
     every = min(top, max(CHUNK_MIN, (end - start) // (max(1, workers) * per) + 1))
     d = plan.source.dialect  # type: ignore[attr-defined]
-    first = ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * max(1, workers)
+    # Not on Citus, where a chunk's commit is a distributed one that costs more than the wait.
+    ramp = 0 if distributed else max(1, workers)
+    first = ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * ramp
     first = tuple(min(every, size) for size in first)
     fd = os.open(str(plan.source.path), os.O_RDONLY)
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts

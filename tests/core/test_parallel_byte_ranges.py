@@ -104,6 +104,29 @@ def test_the_first_chunks_are_as_small_as_asked_then_full_size(tmp_path: Path) -
     assert sum(count_records(data[a:b], b'"') for a, b in zip(cuts, cuts[1:])) == 4_000
 
 
+@pytest.mark.parametrize("distributed", [False, True])
+def test_parallel_copy_ramps_its_first_ranges_except_on_citus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, distributed: bool,
+) -> None:
+    """The streams' first ranges are small (each starts as soon as it is connected), but not
+    into a Citus table, where each range's commit is a distributed one."""
+    from types import SimpleNamespace
+
+    from core.protocols import parallel_run
+
+    monkeypatch.setattr(parallel_run, "CHUNK_MIN", 8_000)
+    monkeypatch.setattr(parallel_run, "RAMP_BYTES", 2_000)
+    path = _quoted_newlines(tmp_path / "q.csv", 4_000)
+    start = path.read_bytes().index(b"\n") + 1
+    plan: Any = SimpleNamespace(source=SimpleNamespace(path=path, dialect=SimpleNamespace(delimiter=",", quote='"')))
+    cuts = list(parallel_run._cuts(plan, (start, path.stat().st_size), 2, SimpleNamespace(distributed=distributed)))
+    sizes = [b - a for a, b in zip(cuts, cuts[1:])]
+    if distributed:
+        assert min(sizes[:2]) > 6_000  # full size from the first range on
+    else:
+        assert max(sizes[:2]) <= 2_000 < min(sizes[2:4])
+
+
 @pytest.mark.parametrize("workers", [2, 4])
 def test_per_batch_byte_ranges_with_quoted_newlines_load_exactly(
     workers: int, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
