@@ -191,8 +191,7 @@ def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alon
     d = plan.source.dialect  # type: ignore[attr-defined]
     # Not on Citus, where a chunk's commit is a distributed one that costs more than the wait.
     ramp = 0 if distributed else max(1, workers)
-    first = ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * ramp
-    first = tuple(min(every, size) for size in first)
+    first = tuple(min(every, size) for size in ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * ramp)
     fd = os.open(str(plan.source.path), os.O_RDONLY)
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
         yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
