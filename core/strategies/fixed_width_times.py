@@ -126,8 +126,25 @@ def _days(d: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any
 
 
 def _series(s: pl.Series, values: np.ndarray[Any, Any], ok: np.ndarray[Any, Any], dtype: Any) -> pl.Series:
-    base = pl.Int32 if dtype == pl.Date else pl.Int64
-    typed = pl.Series(s.name, values).cast(base).cast(dtype)
-    if ok.all():
-        return typed
-    return pl.select(pl.when(pl.lit(pl.Series(ok))).then(typed).otherwise(None).alias(s.name)).to_series()
+    """The values as a typed column, null where not `ok`, built from the buffers. Handed to
+    polars through the Arrow C data interface: given a numpy array, polars imports numpy.ma,
+    and given a pyarrow one, pyarrow.compute (16 and 50 ms, on the first batch's path)."""
+    import pyarrow as pa
+
+    date = dtype == pl.Date
+    data = np.ascontiguousarray(values, dtype=np.int32 if date else np.int64)
+    nulls = len(ok) - int(np.count_nonzero(ok))
+    validity = pa.py_buffer(np.packbits(ok, bitorder="little")) if nulls else None
+    arrow = pa.Array.from_buffers(pa.date32() if date else pa.timestamp("us"), len(data),
+                                  [validity, pa.py_buffer(data)], null_count=nulls)
+    return pl.Series(s.name, _CData(arrow)).alias(s.name)
+
+
+class _CData:
+    """An Arrow array seen only through `__arrow_c_array__` (the PyCapsule interface)."""
+
+    def __init__(self, array: Any) -> None:
+        self._array = array
+
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> Any:
+        return self._array.__arrow_c_array__(requested_schema)

@@ -1,5 +1,6 @@
 """A headless load imports only what its path needs: the raw CSV path never loads polars,
-numpy or pyarrow (together about 0.35 s here)."""
+numpy or pyarrow (together about 0.35 s here), and the binary path not numpy.ma or
+pyarrow.compute (16 and 50 ms, before its first batch could go)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ mod = sys.modules.get("polars")
 print("polars:", "absent" if mod is None else "deferred" if type(mod).__name__ == "_Deferred" else "loaded")
 print("numpy:", "loaded" if "numpy" in sys.modules else "absent")
 print("pyarrow:", "loaded" if "pyarrow" in sys.modules else "absent")
+print("numpy.ma:", "loaded" if "numpy.ma" in sys.modules else "absent")
+print("pyarrow.compute:", "loaded" if "pyarrow.compute" in sys.modules else "absent")
 sys.exit(code)
 """
 
@@ -44,3 +47,23 @@ def test_a_raw_csv_load_never_imports_polars(
     if polars_state == "deferred":
         assert "numpy: absent" in run.stdout and "pyarrow: absent" in run.stdout
     assert conn.execute(sql.SQL("SELECT a, b FROM {}").format(sql.Identifier(table))).fetchall() == [(1, "x, y")]
+
+
+def test_a_binary_load_of_dates_and_timestamps_skips_numpy_ma_and_pyarrow_compute(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    path = tmp_path / "times.csv"
+    path.write_text("d,ts\n2024-02-29,2024-02-29 10:00:00.5\n,\n1999-12-31,1999-12-31 23:59:59.0\n",
+                    encoding="utf-8")
+    table = table_name("times")
+    conn.execute(sql.SQL("CREATE TABLE {} (d date, ts timestamp)").format(sql.Identifier(table)))
+    run = subprocess.run(
+        [sys.executable, "-c", _PROBE, "load", str(path), "--table", table, "--dsn", dsn, "--strategy", "copy-binary"],
+        capture_output=True, text=True, cwd=Path(__file__).parents[2], timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "pyarrow: loaded" in run.stdout  # the binary path ran
+    assert "numpy.ma: absent" in run.stdout and "pyarrow.compute: absent" in run.stdout
+    got = conn.execute(sql.SQL("SELECT d::text, ts::text FROM {} ORDER BY d NULLS LAST").format(
+        sql.Identifier(table))).fetchall()
+    assert got == [("1999-12-31", "1999-12-31 23:59:59"), ("2024-02-29", "2024-02-29 10:00:00.5"), (None, None)]
