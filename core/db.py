@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,12 @@ def connect(dsn: str, *, autocommit: bool = False, **kwargs: Any) -> psycopg.Con
     # server converts it to the database's encoding, or refuses a character it cannot store,
     # instead of taking the bytes as its own encoding.
     kwargs.setdefault("client_encoding", "UTF8")
+    if "options" in kwargs:
+        # A keyword replaces the DSN's own `options` (a user's datestyle or timezone, which
+        # decide how the server reads dates): ours go after theirs.
+        merged = _merged_options(dsn, kwargs.pop("options") or "")
+        if merged:
+            kwargs["options"] = merged
     try:
         conn = psycopg.connect(dsn, autocommit=autocommit, **kwargs)
     except psycopg.OperationalError as exc:
@@ -47,6 +54,14 @@ def connect(dsn: str, *, autocommit: bool = False, **kwargs: Any) -> psycopg.Con
         raise ConnectError(f"cannot connect to {strip_password(dsn) or 'the server'}: {msg}") from None
     _widen_unix_send_buffer(conn)
     return conn
+
+
+def _merged_options(dsn: str, ours: str) -> str:
+    try:
+        given = conninfo_to_dict(dsn).get("options") or ""
+    except psycopg.ProgrammingError:
+        given = ""
+    return f"{given} {ours}".strip()
 
 
 UNIX_SEND_BUFFER = 4 << 20
@@ -96,6 +111,14 @@ class Column:
     name: str
     type: str  # as format_type() spells it
     not_null: bool = False
+
+
+def insert_into(table: TableRef, columns: Sequence[str]) -> sql.Composed:
+    """`INSERT INTO t (cols) OVERRIDING SYSTEM VALUE`: the file's values land in identity
+    columns declared GENERATED ALWAYS too, as COPY (and pg_dump's own INSERTs) put them, so
+    every strategy stores the same rows (the clause changes nothing on other tables)."""
+    return sql.SQL("INSERT INTO {} ({}) OVERRIDING SYSTEM VALUE").format(
+        table.ident(), sql.SQL(", ").join(sql.Identifier(c) for c in columns))
 
 
 def table_columns(conn: psycopg.Connection[Any], ref: TableRef) -> list[Column] | None:

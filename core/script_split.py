@@ -247,9 +247,8 @@ class BlockSplit:
 
     def _connect_other(self) -> psycopg.Connection[Any]:
         """Branch 1's connection, kept for the script's later big blocks (on branch 1's thread)."""
-        from core.protocols.chunked import _with_options
 
-        other = connect(self.dsn, **_with_options(self.dsn, LOCK_TIMEOUT))
+        other = connect(self.dsn, options=LOCK_TIMEOUT)
         self.other = other  # closed by close() whatever happens next
         self._unhooks.append(self.job.cancel.add_hook(other.cancel_safe))
         if self.job.cancel.cancelled:

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 
 from core import checkpoint as ck
 from core import mapping as mp
@@ -117,7 +116,7 @@ class _Stream(threading.Thread):
             # stream wait on another's open transaction, which waits on us: a wait no server
             # sees as a deadlock. A lock timeout turns it into an error.
             ours = " ".join(o for o in (STREAM_LOCK_TIMEOUT if single else "", self.owner.plan.options) if o)
-            self.conn = connect(self.owner.plan.ctx.dsn, **_with_options(self.owner.plan.ctx.dsn, ours))
+            self.conn = connect(self.owner.plan.ctx.dsn, options=ours)
             self._unhook = self.owner.cancel.add_hook(self.conn.cancel_safe)
             if single:
                 self.conn.execute("SELECT 1")  # one transaction for the run: each chunk gets a savepoint
@@ -409,17 +408,6 @@ class ChunkStreams:
     def reject_text(self) -> tuple[str, int]:
         """This run's rejects in source order, and how many."""
         return "".join(t for _, t in sorted(self.rejects)), self.rejected
-
-
-def _with_options(dsn: str, ours: str) -> dict[str, Any]:
-    """connect()'s `options` keyword: ours added to any the DSN names (a keyword would replace them)."""
-    if not ours:
-        return {}
-    try:
-        given = conninfo_to_dict(dsn).get("options") or ""
-    except psycopg.ProgrammingError:
-        given = ""
-    return {"options": f"{given} {ours}".strip()}
 
 
 def _csv_lines(fields: list[tuple[Any, ...]]) -> str:

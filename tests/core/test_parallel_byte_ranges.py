@@ -256,13 +256,6 @@ def test_record_cuts_stop_before_the_chunk_holding_a_bare_quote(tmp_path: Path) 
     assert got and max(got) <= bad_at  # every range handed out ends before the bare quote
 
 
-def test_stream_options_keep_the_dsns_own() -> None:
-    assert chunked._with_options("host=x", "") == {}
-    assert chunked._with_options("host=x options='-c search_path=s'", "-c a.b=1") == {
-        "options": "-c search_path=s -c a.b=1"}
-    assert chunked._with_options("postgresql://u@h/db", "-c a.b=1") == {"options": "-c a.b=1"}
-
-
 def test_progress_moves_with_the_bytes_sent_before_a_large_chunk_commits(
     dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
