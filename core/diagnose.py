@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from core.db import TableRef, connect
+from core.db import TableRef, connect, insert_into
 
 
 def server_reason(exc: psycopg.Error) -> str:
@@ -38,9 +38,8 @@ def first_bad_row_in(
     and foreign keys checked only at the end of a COPY, are pinned to their row.
     """
     cols = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
-    insert = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
-        table.ident(), cols, sql.SQL(", ").join(sql.Placeholder() * len(columns))
-    )
+    insert = sql.SQL("{} VALUES ({})").format(
+        insert_into(table, columns), sql.SQL(", ").join(sql.Placeholder() * len(columns)))
     copy = sql.SQL("COPY {} ({}) FROM STDIN").format(table.ident(), cols)
     with connect(dsn) as conn:
         cur = conn.cursor()

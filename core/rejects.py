@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from core.db import TableRef
+from core.db import TableRef, insert_into
 from core.diagnose import bad_column, server_reason
 from core.errors import TooManyRejects
 from core.sources.base import BadRecord, Source
@@ -33,10 +33,8 @@ def isolate(
     first_row: int,
 ) -> tuple[int, list[Reject]]:
     """Insert what loads of `rows` (inside the open transaction); return (loaded, rejects)."""
-    stmt = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
-        table.ident(), sql.SQL(", ").join(sql.Identifier(c) for c in columns),
-        sql.SQL(", ").join(sql.Placeholder() * len(columns)),
-    )
+    stmt = sql.SQL("{} VALUES ({})").format(
+        insert_into(table, columns), sql.SQL(", ").join(sql.Placeholder() * len(columns)))
     cur = conn.cursor()
     rejects: list[Reject] = []
 

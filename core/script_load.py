@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from core.db import TableRef, connect, table_columns
+from core.db import TableRef, connect, insert_into, table_columns
 from core.diagnose import server_reason
 from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem
 from core.events import Phase
@@ -272,8 +272,8 @@ class ScriptLoad:
             return
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
         cur = conn.execute(
-            sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ORDER BY _sluice_ord ON CONFLICT DO NOTHING").format(
-                t.ref.ident(), cols, cols, t.stage.ident())
+            sql.SQL("{} SELECT {} FROM {} ORDER BY _sluice_ord ON CONFLICT DO NOTHING").format(
+                insert_into(t.ref, t.columns), cols, t.stage.ident())
         )
         moved = max(cur.rowcount, 0)
         self.job.rows_loaded += moved

@@ -12,7 +12,7 @@ from psycopg import sql
 
 from core import janitor
 from core import mapping as mp
-from core.db import TableRef
+from core.db import TableRef, insert_into
 from core.diagnose import server_reason
 from core.errors import (
     Cancelled,
@@ -239,7 +239,7 @@ def move_sql(
     job: LoadJob, stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode) -> sql.Composed:
     """INSERT ... SELECT from the staging table; ON CONFLICT on the key for upsert."""
     collist = sql.SQL(", ").join(sql.Identifier(c) for c in cols)
-    move = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(ref.ident(), collist, collist, stage.ident())
+    move = sql.SQL("{} SELECT {} FROM {}").format(insert_into(ref, cols), collist, stage.ident())
     if mode is not LoadMode.UPSERT:
         return move
     keys = job.spec.target.key

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from core.cancel import CancelToken
-from core.db import TableRef, connect
+from core.db import TableRef, connect, insert_into
 
 
 @dataclass
@@ -149,9 +149,8 @@ class Strategy(ABC):
 
     def insert_sql(self, rows: int = 1) -> sql.Composed:
         one = sql.SQL("({})").format(sql.SQL(", ").join(sql.Placeholder() * len(self.ctx.columns)))
-        return sql.SQL("INSERT INTO {} ({}) VALUES {}").format(
-            self.ctx.table.ident(), self.column_list(), sql.SQL(", ").join([one] * rows)
-        )
+        return sql.SQL("{} VALUES {}").format(
+            insert_into(self.ctx.table, self.ctx.columns), sql.SQL(", ").join([one] * rows))
 
 
 REGISTRY: dict[str, type[Strategy]] = {}

@@ -14,6 +14,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
+from core.db import insert_into
 from core.strategies.base import Strategy, WriteFailed, register
 
 
@@ -96,9 +97,7 @@ class ScriptDoBlock(_Script):
                 sql.SQL("({})").format(sql.SQL(", ").join(sql.Literal(v) for v in r)) for r in group
             )
             body.append(
-                sql.SQL("INSERT INTO {} ({}) VALUES {}{}").format(
-                    self.ctx.table.ident(), self.column_list(), values, self._suffix()
-                )
+                sql.SQL("{} VALUES {}{}").format(insert_into(self.ctx.table, self.ctx.columns), values, self._suffix())
             )
         text = "BEGIN\n" + sql.SQL(";\n").join(body).as_string(self.conn) + ";\nEND"
         try:

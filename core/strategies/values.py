@@ -6,6 +6,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
+from core.db import insert_into
 from core.strategies.base import Strategy, WriteFailed, register
 
 MAX_PARAMS = 65_535  # the protocol's limit on parameters per statement
@@ -52,8 +53,8 @@ class Unnest(Strategy):
         names = [sql.Identifier(f"c{i}") for i in range(len(self.ctx.columns))]
         casts = sql.SQL(", ").join(sql.SQL("{}::{}").format(n, sql.SQL(t)) for n, t in zip(names, self.ctx.types))
         arrays = sql.SQL(", ").join(sql.SQL("%s::text[]") for _ in names)
-        self._sql = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM unnest({}) AS u({})").format(
-            self.ctx.table.ident(), self.column_list(), casts, arrays, sql.SQL(", ").join(names)
+        self._sql = sql.SQL("{} SELECT {} FROM unnest({}) AS u({})").format(
+            insert_into(self.ctx.table, self.ctx.columns), casts, arrays, sql.SQL(", ").join(names)
         )
 
     def write(self, frame: pl.DataFrame) -> int:
