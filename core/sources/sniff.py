@@ -73,6 +73,10 @@ def _looks_ndjson(path: str) -> bool:
         return False
 
 
+# A UTF-8 character of two to four bytes: cp1252 text almost never holds one ("Ã©" is one).
+_UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
 def _encoding(raw: bytes) -> tuple[str, int]:
     if raw.startswith(codecs.BOM_UTF8):
         return "utf-8-sig", 3
@@ -83,6 +87,11 @@ def _encoding(raw: bytes) -> tuple[str, int]:
         return "utf-8", 0
     except UnicodeDecodeError:
         pass
+    if _UTF8_MULTIBYTE.search(raw):
+        # Well-formed UTF-8 beside bytes that are not: a file of mixed encodings. Read as
+        # cp1252, every UTF-8 character would be stored as two or three wrong ones; as UTF-8,
+        # the reader refuses the first bad byte and names its line.
+        return "utf-8", 0
     try:
         raw.decode("cp1252")
         return "cp1252", 0
