@@ -84,8 +84,15 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
         return Choice("copy-csv", batch, 1, "a CSV file mapped column for column onto a server on this machine: "
                       "its own bytes go to COPY, so the client spends almost nothing on cores the server needs")
     if typed():
-        where = "on another machine" if not local else "on this machine, the mapping is not column for column,"
-        return Choice("copy-binary", batch, 1, f"every column has an exact binary form and the server is {where}: "
+        if not local:
+            why = "the server is on another machine"
+        elif source.format not in ("csv", "tsv"):
+            why = f"a {source.format} file is parsed anyway"
+        elif not identity:
+            why = "the mapping is not column for column, so the file's own bytes cannot go to COPY"
+        else:
+            why = "the file writes NULL two ways (a marker, and empty fields), which COPY cannot read in one go"
+        return Choice("copy-binary", batch, 1, f"every column has an exact binary form and {why}: "
                       "binary COPY spares the server its text parsing")
     return Choice("copy-csv", batch, 1, "COPY (CSV), batches formatted column-wise: a column type (unconstrained "
                   "numeric, arrays, enums...) has no exact binary form here")

@@ -48,6 +48,8 @@ class SourceInfo:
             kept = [c for c in self.columns if c not in set(o.null_columns)]
             if kept:
                 note += f"; kept as text in {', '.join(kept)}"
+        if o.empty_null_columns:
+            note += f"; empty fields are NULL too in {', '.join(o.empty_null_columns)}"
         return note
 
 
@@ -60,6 +62,7 @@ def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
             opts, delimiter=dialect.delimiter, quote=dialect.quote, header=dialect.header,
             encoding=dialect.encoding, null=dialect.null,
             null_columns=getattr(source, "null_columns", None),
+            empty_null_columns=getattr(source, "empty_null_columns", None) or None,
         )
     sample, bad, whole = _sample_with_bad(source, rows)
     dtypes = source.dtypes()

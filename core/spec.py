@@ -40,6 +40,9 @@ class SourceOptions:
     # Columns where `null` means NULL (None: every column). Sniffing keeps a marker off
     # columns of unquoted free text, where the same word can be a value.
     null_columns: list[str] | None = None
+    # Columns where an empty unquoted field is NULL too, beside a named marker: what sniffing
+    # found in a file that writes NULL both ways (None: as sniffed, or PostgreSQL's rule).
+    empty_null_columns: list[str] | None = None
     sheet: str | None = None
     script_table: str | None = None  # SQL scripts: the one table to load (schema.table or table); None: all
 

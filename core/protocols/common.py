@@ -61,7 +61,10 @@ def raw_text_columns(plan: Plan) -> list[str]:
 
 
 def source_is_csv(source: Source) -> bool:
-    return source.format in ("csv", "tsv") and hasattr(source, "raw_chunks")
+    """A CSV whose own bytes COPY can read as Sluice does. Not one that writes NULL two ways
+    (a marker, and empty fields in typed columns): COPY takes one NULL string."""
+    return (source.format in ("csv", "tsv") and hasattr(source, "raw_chunks")
+            and not getattr(source, "empty_null_columns", None))
 
 
 def _row_values(source: Source, row: int, maps: list[ColumnMap]) -> list[Any] | None:

@@ -200,9 +200,12 @@ def run(
 
 def staged_load(cls: type[Strategy], mode: LoadMode, choice: Any) -> bool:
     """Whether a single-commit load goes through a staging table moved in one transaction:
-    upsert, a strategy that commits by itself, or a multi-connection protocol that says so."""
-    return mode is LoadMode.UPSERT or not cls.transactional or (
-        choice is not None and choice.protocol.value == "staged")
+    upsert, a strategy that commits by itself, or a multi-connection protocol that says so.
+    Not a new table loaded under a private name: nobody sees it before its rename anyway."""
+    protocol = choice.protocol.value if choice is not None else None
+    if protocol == "create-then-rename":
+        return False
+    return mode is LoadMode.UPSERT or not cls.transactional or protocol == "staged"
 
 
 def create_private(

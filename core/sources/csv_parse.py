@@ -34,6 +34,7 @@ class CsvRecordParsing:
 
     dialect: CsvDialect
     null_columns: list[str] | None  # where the null marker means NULL (None: every column)
+    empty_null_columns: list[str]  # where an empty unquoted field is NULL too, beside the marker
     path: Path
     _columns: list[str]
     _header_end: int  # byte offset (in the UTF-8 stream) of the first data record
@@ -47,6 +48,7 @@ class CsvRecordParsing:
         swapped = 0
         if quoted and quoted in data:
             data, swapped = self._quoted_null_pattern().subn(quoted.replace(d.null.encode(), _QUOTED_NULL), data)
+        both = bool(d.null and self.empty_null_columns)
         frame = pl.read_csv(
             data,
             has_header=False,
@@ -55,15 +57,17 @@ class CsvRecordParsing:
             new_columns=self._columns,
             schema={c: pl.String for c in self._columns},
             null_values=(
-                None if not d.null
+                None if not d.null or both
                 else [d.null] if self.null_columns is None
                 else {c: d.null for c in self.null_columns}
             ),
             # PostgreSQL's rule: with another null marker, an empty field is an empty string.
-            empty_string_is_null=not d.null,
+            empty_string_is_null=not d.null or both,
             infer_schema=False,
             raise_if_empty=False,
         )
+        if both:
+            frame = self._both_nulls(frame)
         if swapped:
             sentinel = _QUOTED_NULL.decode()
             frame = frame.with_columns(
@@ -71,6 +75,20 @@ class CsvRecordParsing:
                 for c in frame.columns
             )
         return frame
+
+    def _both_nulls(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Read with empty unquoted fields as null and the marker as text: the marker becomes
+        null where it applies, and empty fields become empty strings again outside
+        empty_null_columns (a quoted "" is an empty string either way)."""
+        d = self.dialect
+        marked = set(self._columns if self.null_columns is None else self.null_columns)
+        empty = set(self.empty_null_columns)
+
+        def column(c: str) -> pl.Expr:
+            e = pl.col(c) if c in empty else pl.col(c).fill_null("")
+            return pl.when(e == d.null).then(None).otherwise(e).alias(c) if c in marked else e.alias(c)
+
+        return frame.with_columns(column(c) for c in frame.columns)
 
     def _quoted_null_pattern(self) -> re.Pattern[bytes]:
         """A whole field that is the quoted null marker (never a doubled quote inside a value)."""
@@ -117,6 +135,7 @@ class CsvRecordParsing:
         d = self.dialect
         n = len(self._columns)
         nulls = set(self._columns if self.null_columns is None else self.null_columns)
+        empty = set(self.empty_null_columns) if d.null else set()
         marker = d.null.encode()
         rows: list[list[str | None]] = []
         bad: list[BadRecord] = []
@@ -132,7 +151,7 @@ class CsvRecordParsing:
             values: list[str | None] = []
             if reason is None:
                 for (value, quoted), name in zip(fields, self._columns):
-                    if not quoted and value == marker and name in nulls:
+                    if not quoted and ((value == marker and name in nulls) or (not value and name in empty)):
                         values.append(None)
                         continue
                     try:

@@ -56,6 +56,7 @@ class CsvSource(CsvRecordParsing, Source):
         self._header_lines = 0  # lines the header takes
         self._columns = self._read_header()
         self.null_columns = self._null_columns(options)
+        self.empty_null_columns = self._empty_null_columns(options)
 
     def _null_columns(self, options: SourceOptions) -> list[str] | None:
         """The columns where the null marker means NULL (None: all of them)."""
@@ -67,6 +68,18 @@ class CsvSource(CsvRecordParsing, Source):
         if self.dialect.null_columns is None:
             return None
         return [self._columns[i] for i in self.dialect.null_columns if i < len(self._columns)]
+
+    def _empty_null_columns(self, options: SourceOptions) -> list[str]:
+        """Where an empty field is NULL beside the marker (sniff._empty_in)."""
+        d = self.dialect
+        if not d.null:
+            return []
+        if options.empty_null_columns is not None:  # the window's sniffed marker, or a profile
+            wanted = set(options.empty_null_columns)
+            return [c for c in self._columns if c in wanted]
+        if options.null is not None:
+            return []  # a marker the user named: PostgreSQL's rule, an empty field is an empty string
+        return [self._columns[i] for i in d.empty_null if i < len(self._columns)]
 
     # -- shape --------------------------------------------------------------------------
 

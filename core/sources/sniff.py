@@ -37,6 +37,9 @@ class CsvDialect:
     # Columns where the sniffed marker was seen standing for a missing value.
     null_seen: tuple[int, ...] = ()
     newline: str = "\n"  # "\r" for old Mac files (no LF anywhere in the sample)
+    # Columns where an empty unquoted field is NULL too, beside the marker: a file that writes
+    # NULL in one column and leaves a date or boolean empty in another (see _empty_in).
+    empty_null: tuple[int, ...] = ()
 
 
 def detect_format(path: str) -> str:
@@ -164,15 +167,31 @@ def sniff_csv(
                 header = False  # a blank name, except R's unnamed row-name column first
     null_columns: tuple[int, ...] | None = None
     null_seen: tuple[int, ...] = ()
+    empty_null: tuple[int, ...] = ()
     if null is None:
-        null, null_columns, null_seen = sniff_null(text, delimiter, q, header)
-    return CsvDialect(enc, delimiter, q, header, null, bom, null_columns, null_seen, newline)
+        null, null_columns, null_seen, empty_null = sniff_null(text, delimiter, q, header)
+    return CsvDialect(enc, delimiter, q, header, null, bom, null_columns, null_seen, newline, empty_null)
+
+
+def _empty_in(columns: list[_ColumnSample], null: str, applies: tuple[int, ...] | None) -> tuple[int, ...]:
+    """Columns where the sniffed marker applies and the sample also leaves fields empty.
+
+    PostgreSQL's rule reads an empty field as an empty string once another marker is
+    named, and a date or boolean column cannot hold one: such a file writes NULL both ways
+    (the marker in one column, nothing in another), and only reading both as NULL loads it.
+    Columns of free text keep the rule (the marker does not apply there either).
+    """
+    if null == "\\N":
+        return ()  # PostgreSQL's own marker: its files mean "" by an empty field
+    wanted = range(len(columns)) if applies is None else applies
+    return tuple(i for i in wanted if i < len(columns) and columns[i].unquoted.get(""))
 
 
 def sniff_null(
     text: str, delimiter: str, quote: str, header: bool
-) -> tuple[str, tuple[int, ...] | None, tuple[int, ...]]:
-    """The file's null marker, the columns it applies to, and the columns it was seen in.
+) -> tuple[str, tuple[int, ...] | None, tuple[int, ...], tuple[int, ...]]:
+    """The file's null marker, the columns it applies to, the columns it was seen in, and
+    those where an empty field is NULL too (_empty_in).
 
     PostgreSQL's default (an empty unquoted field is NULL, "" is an empty string) holds
     unless the file shows another marker: the word stands unquoted in a column whose
@@ -182,7 +201,7 @@ def sniff_null(
     d = re.escape(delimiter)
     markers = "|".join(re.escape(m) for m in NULL_MARKERS)
     if not re.search(f"(?:^|{d})(?:{markers})(?={d}|\r?$)", text, re.MULTILINE):
-        return "", None, ()  # no marker word stands alone anywhere (the usual case, one C pass)
+        return "", None, (), ()  # no marker word stands alone anywhere (the usual case, one C pass)
     columns = _field_columns(text, delimiter, quote, header)
     best, best_seen = "", tuple[int, ...]()
     for marker in NULL_MARKERS:
@@ -190,10 +209,10 @@ def sniff_null(
         if len(seen) > len(best_seen):
             best, best_seen = marker, seen
     if not best:
-        return "", None, ()
+        return "", None, (), ()
     # \N is PostgreSQL's own marker, never a word: it holds in every column.
     applies = tuple(i for i, col in enumerate(columns) if best == "\\N" or not col.free_text(best))
-    return best, (None if len(applies) == len(columns) else applies), best_seen
+    return best, (None if len(applies) == len(columns) else applies), best_seen, _empty_in(columns, best, applies)
 
 
 _TYPED = re.compile(

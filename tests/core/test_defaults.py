@@ -78,6 +78,64 @@ def test_r_write_csv_loads_na_as_null_with_no_options(
     assert got == [("1.5", "abc"), (None, None), ("2", "NA")]
 
 
+_BOTH_WAYS = (b'zip,name,amount,note,flag,day\n'
+              b'00123,"Smith, John",12.50,"",true,2024-01-05\n'
+              b'01234,O\'Brien,NULL,NA,false,2024-02-29\n'
+              b'99999,Zoe,-3,"null",,2024-03-01\n'
+              b'00007,"",1e3,N/A,TRUE,\n')
+_BOTH_WAYS_ROWS = [("00007", "", 1000.0, "N/A", True, None), ("00123", "Smith, John", 12.5, "", True, "2024-01-05"),
+                   ("01234", "O'Brien", None, "NA", False, "2024-02-29"), ("99999", "Zoe", -3.0, "null", None, "2024-03-01")]
+
+
+def _both_ways_rows(conn: psycopg.Connection[Any], table: str) -> list[tuple[Any, ...]]:
+    return conn.execute(sql.SQL("SELECT zip, name, amount, note, flag, day::text FROM {} ORDER BY zip").format(
+        sql.Identifier(table))).fetchall()
+
+
+@pytest.mark.parametrize("strategy", ["auto", *TABLE_STRATEGIES])
+@pytest.mark.parametrize("mode", [LoadMode.APPEND, LoadMode.CREATE])
+def test_a_file_that_writes_null_both_ways_loads_with_no_options(
+    strategy: str, mode: LoadMode, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """NULL in a number column, nothing in a boolean and a date column: under PostgreSQL's rule
+    for a named marker the empty fields were empty strings, which a boolean cannot hold, and
+    the default load failed. Both now read as NULL there; text keeps its words and its ""."""
+    path = _write(tmp_path / "both.csv", _BOTH_WAYS)
+    t = table_name("both")
+    if mode is LoadMode.APPEND:
+        conn.execute(sql.SQL("CREATE TABLE {} (zip text, name text, amount float8, note text, flag bool, day date)")
+                     .format(sql.Identifier(t)))
+    _load(dsn, path, t, strategy, mode=mode, batch_rows=2)
+    assert _both_ways_rows(conn, t) == _BOTH_WAYS_ROWS
+
+
+def test_the_windows_options_for_such_a_file_load_it_the_same(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The window passes the sniffed marker back by name, with where it and empty fields apply."""
+    from core.preview import inspect_source
+
+    path = _write(tmp_path / "both.csv", _BOTH_WAYS)
+    info = inspect_source(SourceOptions(str(path)))
+    assert info.options.null == "NULL" and info.options.empty_null_columns == ["flag", "day"]
+    assert "empty fields are NULL too in flag, day" in info.null_note()
+    t = table_name("both")
+    _load(dsn, path, t, mode=LoadMode.CREATE, source={
+        "null": "NULL", "null_columns": info.options.null_columns, "empty_null_columns": info.options.empty_null_columns})
+    assert _both_ways_rows(conn, t) == _BOTH_WAYS_ROWS
+
+
+def test_a_marker_the_user_names_keeps_postgresqls_rule_for_empty_fields(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = _write(tmp_path / "named.csv", b"id,t\n1,NULL\n2,\n3,x\n")
+    t = table_name("named")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, t text)").format(sql.Identifier(t)))
+    _load(dsn, path, t, source={"null": "NULL"})
+    assert _rows(conn, t) == [(1, None), (2, ""), (3, "x")]  # as COPY ... (NULL 'NULL') reads it
+
+
 # -- inference -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("values", "expected"), [
