@@ -22,7 +22,13 @@ def main(argv: list[str] | None = None) -> int:
         import_lazily("polars")  # the raw CSV path never needs it
         from app.cli import main as cli_main
 
-        code = cli_main(args)
+        try:
+            code = cli_main(args)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader of our output left (`strategies | head -1`): nothing more to say to it.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 0
         # The interpreter's exit-time collections walk every object the imports made (psycopg,
         # polars: 30 ms, a fifth of a one-row load). Frozen, they are skipped; atexit handlers
         # still run and files still flush, unlike os._exit.

@@ -7,7 +7,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.progress_line import ProgressLine
@@ -18,6 +18,26 @@ from core.spec import FORMATS, CommitMode, ErrorPolicy, LoadMode, LoadSpec, Sour
 HEADLESS = ("load", "run", "compare", "strategies", "server")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high]."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if n < low or (high is not None and n > high):
+            raise argparse.ArgumentTypeError(
+                f"{n} is out of range: {low} or more" if high is None else f"{n} is out of range: {low} to {high}")
+        return n
+
+    return parse
+
+
+# More streams than this only queue on the server's cores and use up its connections.
+MAX_WORKERS = 32
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,14 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--strategy", default="auto",
                       help="a strategy id (see `strategies`), or auto (the default): picks strategy, batch size "
                            "and workers from the file and the target, and says why")
-    load.add_argument("--batch-rows", type=int, default=10_000)
-    load.add_argument("--workers", type=int, default=2)
+    load.add_argument("--batch-rows", type=_at_least(1), help="rows per batch (default 10,000; auto picks its own)")
+    load.add_argument("--workers", type=_at_least(1, MAX_WORKERS), default=2)
     load.add_argument("--mode", choices=[m.value for m in LoadMode], default="append")
     load.add_argument("--key", nargs="+", default=[], help="upsert key columns")
     load.add_argument("--commit", choices=[m.value for m in CommitMode], default="single")
     load.add_argument("--on-error", choices=[m.value for m in ErrorPolicy], default="abort")
     load.add_argument("--reject-file")
-    load.add_argument("--reject-limit", type=int)
+    load.add_argument("--reject-limit", type=_at_least(0))
     load.add_argument("--save-profile", metavar="P.toml")
     _resume_args(load)
 
@@ -85,9 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--strategies", required=True, help="comma-separated strategy ids")
     cmp_.add_argument("--batch-rows", default="10000", help="comma-separated batch sizes")
     cmp_.add_argument("--workers", default="2", help="comma-separated worker counts (parallel-copy)")
-    cmp_.add_argument("--repeat", type=int, default=3)
+    cmp_.add_argument("--repeat", type=_at_least(1), default=3)
     cmp_.add_argument("--rtt-ms", type=float, default=0.0, help="simulated network round trip")
-    cmp_.add_argument("--sample-rows", type=int, help="load only the first N rows")
+    cmp_.add_argument("--sample-rows", type=_at_least(1), help="load only the first N rows")
     cmp_.add_argument("--budget-s", type=float, default=60.0, help="time budget per run")
 
     sub.add_parser("strategies", help="list the strategy ids")
@@ -208,8 +228,10 @@ def cmd_load(
         signal.signal(signal.SIGINT, previous)
     if result.resumed_from:
         print(f"resumed after {result.resumed_from:,} rows an earlier run had committed", file=sys.stderr)
+    into = (f"{len(result.tables)} tables ({', '.join(result.tables)})" if len(result.tables) > 1
+            else spec.target.table)
     print(
-        f"loaded {result.rows_loaded:,} of {result.rows_read:,} rows into {spec.target.table} "
+        f"loaded {result.rows_loaded:,} of {result.rows_read:,} rows into {into} "
         f"in {result.seconds:.2f} s ({result.rows_per_s:,.0f} rows/s) with {result.strategy}",
         file=sys.stderr,
     )
@@ -262,6 +284,9 @@ def main(argv: Sequence[str]) -> int:
         if args.command == "load":
             warm = _warm_up()
             try:
+                if args.batch_rows is not None and args.strategy == "auto":
+                    print(f"note: auto picks its own batch size; --batch-rows {args.batch_rows:,} applies with "
+                          "a named --strategy", file=sys.stderr)
                 spec = spec_from_args(args)
                 spec.target.mode = LoadMode(args.mode)
                 spec.target.key = list(args.key)

@@ -28,9 +28,9 @@ def format_progress(p: Progress) -> str:
 class ProgressLine:
     """Rewrites one terminal line; silent when the stream is not a terminal."""
 
-    def __init__(self, stream: TextIO = sys.stderr, enabled: bool | None = None) -> None:
-        self.stream = stream
-        self.enabled = stream.isatty() if enabled is None else enabled
+    def __init__(self, stream: TextIO | None = None, enabled: bool | None = None) -> None:
+        self.stream = stream or sys.stderr  # looked up now: a redirected stderr is the one to write to
+        self.enabled = self.stream.isatty() if enabled is None else enabled
         self._shown = False
 
     def __call__(self, p: Progress) -> None:

@@ -49,6 +49,8 @@ def connect(dsn: str, *, autocommit: bool = False, **kwargs: Any) -> psycopg.Con
             kwargs["options"] = merged
     try:
         conn = psycopg.connect(dsn, autocommit=autocommit, **kwargs)
+    except psycopg.ProgrammingError as exc:  # libpq could not read the string itself
+        raise ConfigError(f"not a valid connection string: {str(exc).strip()}") from None
     except psycopg.OperationalError as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConnectError(f"cannot connect to {strip_password(dsn) or 'the server'}: {msg}") from None

@@ -19,9 +19,11 @@ bound below as a method, so the parts share the job's counters and progress.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -56,7 +58,7 @@ from core.protocols.common import (  # noqa: F401 - re-exported: callers import 
 )
 from core.rejects import RejectWriter
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
-from core.spec import CommitMode, LoadMode, LoadSpec
+from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy, all_strategies, get_strategy
 
 
@@ -139,8 +141,12 @@ class LoadJob:
 
     chosen: Choice | None = None  # what `auto` picked, and why
 
+    not_loaded: tuple[str, ...] = ()  # the file's columns no target column takes
+
     def run(self) -> LoadResult:
         result = self._run_job()
+        if self.not_loaded:
+            result = replace(result, columns_not_loaded=self.not_loaded)
         reasons = [r for r in (self.chosen.reason if self.chosen else "", result.reason) if r]
         if self.chosen is not None:
             result = replace(result, chosen=self.chosen.to_json(), reason="; ".join(reasons))
@@ -175,6 +181,8 @@ class LoadJob:
         if cls.script_only and plan.source.format != "sql":
             raise ConfigError(f"{cls.id} replays INSERT scripts; the source is {plan.source.format}")
         self._check_combination(cls)
+        self._check_settings(plan)
+        self._say_unloaded(plan)
         self._choose_protocol(cls, ctl, plan)  # refuses what cannot work there, before anything is sent
         return plan, cls
 
@@ -241,6 +249,36 @@ class LoadJob:
                 "committed rows can no longer be matched; use --restart to load the file from the first row"
             )
         return earlier
+
+    def _say_unloaded(self, plan: Plan) -> None:
+        """The file's columns no target column takes: said, never dropped in silence."""
+        used = {m.source for m in mp.included(plan.maps) if m.source is not None}
+        left = [c for c in plan.source.columns() if c not in used]
+        if left and plan.source.format != "sql":
+            self.not_loaded = tuple(left)
+            many = len(left) > 1
+            self.on_log(f"not loaded: {len(left)} column{'s' if many else ''} of the file ({', '.join(left)}) "
+                        f"{'match' if many else 'matches'} no column of {plan.target.display()} (or left out)")
+
+    def _check_settings(self, plan: Plan) -> None:
+        """Settings that would fail the load after rows were sent: refused before anything is."""
+        spec = self.spec
+        if spec.batch_rows < 1 or spec.workers < 1:
+            raise ConfigError(f"batch rows and workers must be at least 1 (got {spec.batch_rows} and {spec.workers})")
+        if spec.on_error is ErrorPolicy.SKIP:
+            path = Path(spec.reject_file or f"{plan.source.path}.rejects.csv")
+            folder = path.parent if str(path.parent) else Path(".")
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise ConfigError(f"cannot write the reject file {path}: its folder {folder} "
+                                  f"{'is not writable' if folder.is_dir() else 'does not exist'}")
+            if spec.reject_limit is not None and spec.reject_limit < 0:
+                raise ConfigError(f"the reject limit must be 0 or more (got {spec.reject_limit})")
+        if spec.target.mode is LoadMode.UPSERT and plan.exists:
+            columns = {m.target for m in mp.included(plan.maps)}
+            missing = [k for k in spec.target.key if k not in columns]
+            if missing:
+                raise ConfigError(f"upsert key {', '.join(missing)}: no such column is loaded into "
+                                  f"{plan.target.display()} (loaded: {', '.join(sorted(columns))})")
 
     def _check_combination(self, cls: type[Strategy]) -> None:
         if self.spec.commit is CommitMode.PER_BATCH and not cls.chunk_commits and (

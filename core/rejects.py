@@ -18,7 +18,7 @@ from psycopg import sql
 
 from core.db import TableRef, insert_into
 from core.diagnose import bad_column, server_reason
-from core.errors import TooManyRejects
+from core.errors import ConfigError, TooManyRejects
 from core.sources.base import BadRecord, Source
 
 
@@ -90,7 +90,10 @@ class RejectWriter:
         self.count = 0
         keep = resume_at is not None and resume_at[0] > 0 and Path(self.path).is_file()
         # Binary-safe reopen for resume: the text layer would refuse to truncate mid-way.
-        self._file = open(self.path, "r+" if keep else "w", newline="", encoding="utf-8")  # noqa: SIM115
+        try:
+            self._file = open(self.path, "r+" if keep else "w", newline="", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise ConfigError(f"cannot write the reject file {self.path}: {exc.strerror}") from None
         self._csv = csv.writer(self._file)
         if keep and resume_at is not None:
             self.rewind(*resume_at)

@@ -20,6 +20,8 @@ class LoadResult:
     chosen: dict[str, Any] | None = None  # with --strategy auto: the strategy, batch_rows and workers picked
     reason: str = ""  # why auto chose it, and why several streams take their protocol (said before the run)
     rows_dropped: int = 0  # script rows ON CONFLICT DO NOTHING dropped: their key was already there
+    tables: tuple[str, ...] = ()  # a script that filled several tables: each one, in the file's order
+    columns_not_loaded: tuple[str, ...] = ()  # the file's columns that no target column takes
 
     @property
     def rows_per_s(self) -> float:

@@ -60,9 +60,9 @@ def takes_over(spec: LoadSpec, strategy: str, plan: Plan) -> bool:
     if source.several:
         if not simple:
             raise ConfigError(
-                f"loading the {len(source.selected)} tables of this script in one run uses copy-csv with "
-                "--commit single, --on-error abort and mode append or truncate; pick one table "
-                "(--script-table) for other settings"
+                f"the {len(source.selected)} tables of this script load together only with strategy auto or "
+                "copy-csv, single commit, the abort policy and mode append or truncate; for other settings, "
+                "load one table at a time (pick it from the script's tables, or --script-table on the command line)"
             )
         return True
     if simple and mp.is_identity(plan.maps, source.columns()):
@@ -178,6 +178,7 @@ class ScriptLoad:
         return LoadResult(
             spec.strategy, job.rows_read, job.rows_loaded, 0, time.monotonic() - job._t0, job.bytes_read,
             load_seconds=job._load_seconds(), rows_dropped=self.dropped, reason=self.split.reason,
+            tables=tuple(t.ref.display() for t in self.tables.values()) if len(self.tables) > 1 else (),
         )
 
     # -- set-up -------------------------------------------------------------------------

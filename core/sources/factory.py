@@ -21,6 +21,7 @@ def open_source(options: SourceOptions) -> Source:
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     options.format = fmt
+    _check(options, fmt)
     if fmt in ("csv", "tsv"):
         from core.sources.csv_source import CsvSource
 
@@ -39,3 +40,15 @@ def open_source(options: SourceOptions) -> Source:
         "excel": t.ExcelSource,
     }[fmt]
     return cls(options)
+
+
+def _check(options: SourceOptions, fmt: str) -> None:
+    """Options that cannot mean anything for this file, refused before it is read."""
+    if options.sheet and fmt != "excel":
+        raise ConfigError(f"a sheet ({options.sheet!r}) is for Excel files; this one is {fmt}")
+    if fmt not in ("csv", "tsv"):
+        return
+    if options.delimiter is not None and len(options.delimiter) != 1:
+        raise ConfigError(f"the delimiter must be one character, not {options.delimiter!r}")
+    if options.quote is not None and len(options.quote) > 1:
+        raise ConfigError(f"the quote must be one character, not {options.quote!r}")

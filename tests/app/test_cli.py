@@ -83,3 +83,61 @@ def test_python_dash_m_app_runs_as_a_process(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "app", "strategies"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and "copy-binary" in out.stdout
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--delimiter", "ab"], "delimiter must be one character"),
+    (["--quote", "xx"], "quote must be one character"),
+    (["--sheet", "S"], "is for Excel files"),
+    (["--on-error", "skip", "--reject-file", "/nonexistent/folder/r.csv"], "does not exist"),
+    (["--mode", "upsert", "--key", "nope"], "upsert key nope"),
+    (["--dsn", "foo"], "not a valid connection string"),
+])
+def test_settings_that_cannot_work_are_refused_before_anything_is_sent(
+    extra: list[str], says: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Found by a QA pass: each of these once ended in a Python traceback or a server refusal."""
+    src = tmp_path / "d.csv"
+    src.write_text("a,b\n1,2\n", encoding="utf-8")
+    table = table_name("refused")
+    conn.execute(sql.SQL("CREATE TABLE {} (a int PRIMARY KEY, b int)").format(sql.Identifier(table)))
+    args = ["load", str(src), "--table", table, "--dsn", dsn, "--json", *extra]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert says in captured.err and "Traceback" not in captured.err
+    assert _last_json(captured.out)["kind"] == "ConfigError"
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
+
+
+@pytest.mark.parametrize("extra", [["--workers", "0"], ["--workers", "99"], ["--batch-rows", "0"],
+                                   ["--batch-rows", "-5"], ["--reject-limit", "-1"]])
+def test_numbers_out_of_range_are_usage_errors(extra: list[str], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["load", str(tmp_path / "d.csv"), "--table", "t", *extra])
+    assert exit_info.value.code == 2
+    assert "out of range" in capsys.readouterr().err
+
+
+def test_columns_the_table_does_not_take_are_named(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    src = tmp_path / "extra.csv"
+    src.write_text("a,a,b,zz\n1,2,3,important\n", encoding="utf-8")
+    table = table_name("extra")
+    conn.execute(sql.SQL("CREATE TABLE {} (a int, b int)").format(sql.Identifier(table)))
+    assert main(["load", str(src), "--table", table, "--dsn", dsn, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "not loaded: 2 columns of the file (a_2, zz)" in captured.err
+    assert _last_json(captured.out)["columns_not_loaded"] == ["a_2", "zz"]
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`python -m app strategies | head -1`: the reader leaves early; no BrokenPipeError traceback."""
+    shell = f"{sys.executable} -m app strategies | head -1"
+    out = subprocess.run(["bash", "-o", "pipefail", "-c", shell], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr and out.stdout.startswith("auto")
