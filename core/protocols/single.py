@@ -15,9 +15,11 @@ from core import mapping as mp
 from core.db import TableRef, insert_into
 from core.diagnose import server_reason
 from core.errors import (
+    BadRowError,
     Cancelled,
     ConfigError,
     LoadFailed,
+    SluiceError,
     TooManyRejects,
 )
 from core.events import Phase
@@ -48,6 +50,7 @@ def run(
     private: TableRef | None = None  # create-then-rename: the new table under its private name
     strategy: Strategy | None = None
     proto = job.protocol.protocol if job.protocol is not None else None
+    moving = False  # the staging table's rows are being moved into the target
     # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
     raw = (
         cls.streams_raw_csv
@@ -143,7 +146,9 @@ def run(
         else:
             strategy.commit()  # a check commits only into the scratch stage, whose move is rolled back
         if staged and stage is not None:
+            moving = True
             job._move(ctl, stage, ref, targets, mode)
+            moving = False
         if private is not None and not job.dry_run:
             from core.protocols import target as tgt
 
@@ -153,7 +158,7 @@ def run(
         job._rollback(strategy)
         if job._raw and _is_format_error(wf.error):
             raise _ParseInstead(server_reason(wf.error)) from None
-        raise job._explain(wf, plan, strategy) from None
+        raise _in_targets_names(job._explain(wf, plan, strategy), stage, private, ref) from None
     except Cancelled:
         job._rollback(strategy)
         job._emit(Phase.CANCELLED, force=True)
@@ -168,7 +173,13 @@ def run(
         ) from None
     except psycopg.Error as exc:
         job._rollback(strategy)
-        raise LoadFailed(f"the server refused the load: {server_reason(exc)}; nothing was loaded") from None
+        why = server_reason(exc)
+        if moving and isinstance(exc, psycopg.errors.UniqueViolation):
+            why += ("; the streams' rows meet the table's own rows only when they are moved from the staging table, "
+                    "all in one statement, so that row cannot be named or set aside: commit per batch (bad rows "
+                    "named and set aside), or load with one stream (copy-csv)")
+        error = LoadFailed(f"the server refused the load: {why}; nothing was loaded")
+        raise _in_targets_names(error, stage, private, ref) from None
     except BaseException:
         job._rollback(strategy)
         raise
@@ -197,6 +208,25 @@ def run(
         spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, seconds, job.bytes_read, reject_file,
         load_seconds=job._load_seconds(), reason=job.reason,
     )
+
+def _in_targets_names(error: SluiceError, stage: TableRef | None, private: TableRef | None,
+                      ref: TableRef) -> SluiceError:
+    """The server names the staging table (and its constraints, `<stage>_pkey`): say the
+    target's name, which is the one the user knows."""
+    names = [t.name for t in (stage, private) if t is not None]
+    text = str(error)
+    for name in names:
+        text = text.replace(name, ref.name)
+    if text == str(error):
+        return error
+    error.args = (text, *error.args[1:])
+    if isinstance(error, BadRowError):
+        reason = error.problem.reason
+        for name in names:
+            reason = reason.replace(name, ref.name)
+        error.problem = replace(error.problem, reason=reason)
+    return error
+
 
 def staged_load(cls: type[Strategy], mode: LoadMode, choice: Any) -> bool:
     """Whether a single-commit load goes through a staging table moved in one transaction:

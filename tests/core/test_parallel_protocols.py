@@ -441,3 +441,31 @@ def test_citus_per_batch_resume_after_a_stream_dies(
     result = LoadJob(_spec(path, dist_table, dsn, workers=4, commit=CommitMode.PER_BATCH), resume=True).run()
     assert result.resumed_from > 0 and result.rows_loaded == 20_000
     assert _digest(citus, dist_table) == _citus_reference(citus, dist_ref, path)
+
+
+@pytest.mark.parametrize("clash", ["within the file", "with the table's rows"])
+def test_a_refused_key_is_told_in_the_targets_names(
+    clash: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    """Found by a QA pass: errors named the staging table (`_sluice_stage_..._pkey`), and a key
+    already in the table failed the move from it with no word on what to do instead."""
+    from core.errors import SluiceError
+
+    table = table_name("pkey")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, s text)").format(sql.Identifier(table)))
+    conn.execute(sql.SQL("INSERT INTO {} VALUES (100, 'kept')").format(sql.Identifier(table)))
+    rows = "1,a\n2,b\n1,c\n" if clash == "within the file" else "1,a\n100,b\n"
+    path = tmp_path / "keys.csv"
+    path.write_text("id,s\n" + rows, encoding="utf-8")
+    spec = LoadSpec(source=SourceOptions(path=str(path)), target=TargetSpec(table=table),
+                    strategy="parallel-copy", workers=2, dsn=dsn)
+    with pytest.raises(SluiceError) as err:
+        LoadJob(spec).run()
+    msg = str(err.value)
+    assert "_sluice_" not in msg and f"{table}_pkey" in msg, msg
+    staged = conn.execute("SHOW max_prepared_transactions").fetchone() == ("0",)
+    if clash == "within the file":
+        assert "line 4" in msg
+    elif staged:
+        assert "commit per batch" in msg
+    assert conn.execute(sql.SQL("SELECT id, s FROM {}").format(sql.Identifier(table))).fetchall() == [(100, "kept")]
