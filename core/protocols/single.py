@@ -174,7 +174,9 @@ def run(
     except psycopg.Error as exc:
         job._rollback(strategy)
         why = server_reason(exc)
-        if moving and isinstance(exc, psycopg.errors.UniqueViolation):
+        if moving and isinstance(exc, psycopg.errors.CardinalityViolation) and stage is not None:
+            why = _repeated_key(ctl, stage, spec.target.key) or why
+        elif moving and isinstance(exc, psycopg.errors.UniqueViolation):
             why += ("; the streams' rows meet the table's own rows only when they are moved from the staging table, "
                     "all in one statement, so that row cannot be named or set aside: commit per batch (bad rows "
                     "named and set aside), or load with one stream (copy-csv)")
@@ -208,6 +210,24 @@ def run(
         spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, seconds, job.bytes_read, reject_file,
         load_seconds=job._load_seconds(), reason=job.reason,
     )
+
+def _repeated_key(ctl: psycopg.Connection[Any], stage: TableRef, keys: list[str]) -> str | None:
+    """An upsert whose file gives one key twice: which key (ON CONFLICT DO UPDATE sets a row once)."""
+    if not keys:
+        return None
+    cols = sql.SQL(", ").join(sql.Identifier(k) for k in keys)
+    try:
+        row = ctl.execute(sql.SQL("SELECT {}, count(*) FROM {} GROUP BY {} HAVING count(*) > 1 LIMIT 1").format(
+            cols, stage.ident(), cols)).fetchone()
+    except psycopg.Error:
+        return None
+    if row is None:
+        return None
+    *values, times = row
+    key = ", ".join(f"{k} = {v!r}" for k, v in zip(keys, values))
+    return (f"the key ({key}) comes {times} times in the file, and an upsert sets each row of the table once: "
+            "keep one row per key in the file")
+
 
 def _in_targets_names(error: SluiceError, stage: TableRef | None, private: TableRef | None,
                       ref: TableRef) -> SluiceError:

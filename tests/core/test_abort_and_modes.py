@@ -145,3 +145,24 @@ def test_cancel_midway_leaves_the_table_unchanged(
     assert seen[-1].phase is Phase.CANCELLED
     leftovers = conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE '\\_sluice\\_stage\\_%'").fetchone()
     assert leftovers == (0,)
+
+
+@pytest.mark.parametrize("strategy", ["copy-csv", "executemany"])
+def test_an_upsert_file_giving_one_key_twice_says_which_key(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The server says only "ON CONFLICT DO UPDATE command cannot affect row a second time"
+    (found by a QA pass); the message names the key, and the table is left as it was."""
+    from core.errors import SluiceError
+
+    src = tmp_path / "up.csv"
+    src.write_text("id,v\n1,one\n7,first\n7,second\n", encoding="utf-8")
+    table = table_name("updup")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, v text)").format(sql.Identifier(table)))
+    conn.execute(sql.SQL("INSERT INTO {} VALUES (1, 'kept')").format(sql.Identifier(table)))
+    spec = LoadSpec(source=SourceOptions(path=str(src)), target=TargetSpec(table=table, mode=LoadMode.UPSERT,
+                                                                            key=["id"]), strategy=strategy, dsn=dsn)
+    with pytest.raises(SluiceError) as err:
+        LoadJob(spec).run()
+    assert "the key (id = 7) comes 2 times in the file" in str(err.value)
+    assert _rows(conn, table) == [(1, "kept")]
