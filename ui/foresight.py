@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from core.spec import LoadMode
+from ui.run_controller import exists_text
+
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
 
@@ -58,6 +61,14 @@ class Foresight(QObject):
         if spec.dsn is None:
             return
         gen = self._gen
+        if spec.target.mode is LoadMode.CREATE and w.table_exists():
+            self._answer(gen, "cannot run: " + exists_text(spec))  # known here, no need to ask the engine
+            return
+        missing = w.missing_script_tables()
+        if missing:  # several tables load into tables that exist; the engine's plan does not look
+            self._answer(gen, f"cannot run: {', '.join(missing)} {'does' if len(missing) == 1 else 'do'} not "
+                              "exist; the script fills tables, it does not create them: create them first")
+            return
         w.run_panel.show_plan("working out what the run will do…")
 
         def foresee(*_a: Any) -> str:

@@ -9,6 +9,7 @@ and the public methods the tests and the Compare tab drive.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -38,6 +39,7 @@ from core.script_mapping import positional_maps
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from ui.compare_tab import CompareTab
 from ui.foresight import Foresight
+from ui.layout import scrolled
 from ui.panels.mapping import MappingPanel
 from ui.panels.run import RunPanel
 from ui.panels.source import SourcePanel
@@ -101,26 +103,22 @@ class MainWindow(QMainWindow):
         self._alias_widgets()
         tabs = QTabWidget()
         self.setCentralWidget(tabs)
-        load = QWidget()
-        tabs.addTab(load, "Load")
-        outer = QVBoxLayout(load)
         top = QSplitter(Qt.Orientation.Horizontal)
+        top.setChildrenCollapsible(False)  # a panel dragged narrow stays readable, never vanishes
         top.addWidget(self.source_panel)
         top.addWidget(self.mapping_panel)
-        right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 0, 0, 0)
-        rl.addWidget(self.target_panel)
-        rl.addWidget(self.strategy_panel)
-        top.addWidget(right)
+        # A short screen scrolls the forms, not the window.
+        top.addWidget(scrolled(self._form_column(), vertical_only=True))
         top.setSizes([420, 640, 440])
         for i, stretch in enumerate((3, 3, 2)):  # extra width goes to the tables, not the form
             top.setStretchFactor(i, stretch)
         vsplit = QSplitter(Qt.Orientation.Vertical)
+        vsplit.setChildrenCollapsible(False)
         vsplit.addWidget(top)
         vsplit.addWidget(self.run_panel)
-        vsplit.setSizes([480, 420])
-        outer.addWidget(vsplit)
+        vsplit.setSizes([560, 340])  # the forms above get the height first; the log gives way
+        # Below the panels' smallest sizes (1024x700) the Load tab scrolls instead of growing the window.
+        tabs.addTab(scrolled(vsplit), "Load")
         self.compare_tab = CompareTab(self)
         tabs.addTab(self.compare_tab, "Compare")
         hist: QTableView = QTableView()
@@ -131,6 +129,15 @@ class MainWindow(QMainWindow):
         self.history_view: QTableView = hist
         tabs.addTab(hist, "History")
         self.tabs = tabs
+
+    def _form_column(self) -> QWidget:
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.addWidget(self.target_panel)
+        rl.addWidget(self.strategy_panel)
+        rl.addStretch(1)
+        return right
 
     def _alias_widgets(self) -> None:
         """The panels' widgets under the window's names (tests, profiles and the Compare tab use them)."""
@@ -228,9 +235,6 @@ class MainWindow(QMainWindow):
         new_file = path != self._opened_path
         self._opened_path = path
         self.path_edit.setText(path)
-        self.settings.remember("recent_files", path)
-        self.profiles.remember_folder(path)
-        self.profiles.refresh_recent()
         self._propose_table = new_file and not keep_target
         if new_file:
             self.mapping.reset_edits()  # edits belong to the file they were made on
@@ -265,7 +269,12 @@ class MainWindow(QMainWindow):
             return  # a newer preview is on its way
         self.source_info = info
         o = info.options
+        self._remember_opened(o.path)
         self.source_panel.show_info(info)
+        several = len(info.script_tables) > 1 and o.script_table is None
+        self.target_panel.show_all_tables(info.script_tables if several else None)
+        # Several tables load together only in append or truncate.
+        self.target_panel.allow_modes({LoadMode.APPEND, LoadMode.TRUNCATE} if several else set(LoadMode))
         if self._propose_table or not self.table_combo.currentText():
             # A new file proposes a new table named after it, never the last file's table.
             self._propose_table = False
@@ -275,13 +284,21 @@ class MainWindow(QMainWindow):
         self.strategy_panel.allow_scripts(o.format == "sql")
         self.source_ready.emit()
 
+    def _remember_opened(self, path: str) -> None:
+        """Recent files and the last folder: only files that opened (a mistyped path is not kept)."""
+        self.settings.remember("recent_files", path)
+        self.profiles.remember_folder(path)
+        self.profiles.refresh_recent()
+
     def _source_options(self) -> SourceOptions:
         # A sniffed marker keeps to the columns it was sniffed for until the user changes it.
         info = self.source_info
-        sniffed = None
-        if info is not None and info.options.path == self.path_edit.text().strip():
-            sniffed = info.options.null_columns if info.options.null == self.null_edit.text() else None
-        return self.source_panel.options(sniffed)
+        if info is None or info.options.path != self.path_edit.text().strip() \
+                or info.options.null != self.null_edit.text():
+            return self.source_panel.options(None)
+        # ...and so do the columns where an empty field is NULL beside it.
+        return replace(self.source_panel.options(info.options.null_columns),
+                       empty_null_columns=info.options.empty_null_columns)
 
     # -- target table and mapping ------------------------------------------------------------
 
@@ -293,7 +310,7 @@ class MainWindow(QMainWindow):
         if info is None:
             return
         table = self.table_combo.currentText().strip()
-        exists = bool(self.targets.db and table in self.targets.db.tables.get(self.schema_combo.currentText(), []))
+        exists = self.table_exists()
         samples = {c: (None if info.sample.height == 0 else info.sample[c][0]) for c in info.columns}
         samples = {k: (None if v is None else str(v)) for k, v in samples.items()}
         self._mapping_gen += 1
@@ -303,7 +320,9 @@ class MainWindow(QMainWindow):
             self.target_size = None
             self._set_mapping(self._new_table_maps(info), samples, info, None)
             if table:
-                self.mode_combo.setCurrentText(LoadMode.CREATE.value)
+                # A script's tables load together into tables that exist: append.
+                several = self.source_panel.all_script_tables()
+                self.mode_combo.setCurrentText((LoadMode.APPEND if several else LoadMode.CREATE).value)
             return
         # Onto an existing table: by name only (never by position, but for a script's unnamed columns).
         ref, dsn = TableRef(table, self.schema_combo.currentText() or None), self.targets.dsn()
@@ -330,6 +349,33 @@ class MainWindow(QMainWindow):
             self.mode_combo.setCurrentText(LoadMode.APPEND.value)
 
     _mapping_pending = False  # the existing table's columns are on their way: a run waits for them
+
+    def table_exists(self) -> bool:
+        """Whether the target table is in the database's list (as last read from the server)."""
+        table = self.table_combo.currentText().strip()
+        db = self.targets.db
+        return bool(db and table and table in db.tables.get(self.schema_combo.currentText() or "public", []))
+
+    def missing_script_tables(self) -> list[str]:
+        """All of a script's tables picked: those the database's list does not have (empty when not known)."""
+        info, db = self.source_info, self.targets.db
+        if info is None or db is None or not self.source_panel.all_script_tables():
+            return []
+        missing = []
+        for name, _rows in info.script_tables:
+            schema, _, table = name.rpartition(".")
+            if table not in db.tables.get(schema or "public", []):
+                missing.append(name)
+        return missing
+
+    def table_created(self) -> None:
+        """A create-mode load made the target: it is known at once, and the next run appends."""
+        db = self.targets.db
+        table = self.table_combo.currentText().strip()
+        if db is not None and not self.table_exists():
+            db.tables.setdefault(self.schema_combo.currentText() or "public", []).append(table)
+            self.target_panel.show_tables(db.tables[self.schema_combo.currentText() or "public"])
+        self._rebuild_mapping()  # onto the table now: its columns, its size, and mode append
 
     def _on_mapping_failed(self, message: str) -> None:
         self._mapping_pending = False
@@ -376,6 +422,13 @@ class MainWindow(QMainWindow):
 
     def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
         self.strategy_panel.set_strategy(strategy_id, batch_rows, workers)
+
+    def source_rows(self) -> int | None:
+        """The opened file's exact row count (None while unknown or only estimated)."""
+        info = self.source_info
+        if info is None or not info.rows_exact or info.options.path != self.path_edit.text().strip():
+            return None
+        return info.rows
 
     def current_spec(self) -> LoadSpec:
         mode = LoadMode(self.mode_combo.currentText())

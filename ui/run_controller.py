@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QMessageBox
 
+from core.auto import AUTO
 from core.db import TableRef
 from core.embedded import data_dir
 from core.errors import ConfigError, UnfinishedRun
@@ -30,6 +31,39 @@ if TYPE_CHECKING:
     from ui.main_window import MainWindow
 
 CHECKS_KEPT = 20  # reject files of the newest checks kept in the data directory
+
+
+def exists_text(spec: LoadSpec) -> str:
+    """Why mode create cannot run: said in the plan line and when Run is pressed."""
+    ref = TableRef(spec.target.table, spec.target.schema or "public").display()
+    return (f"{ref} already exists, and mode create makes a new table: choose append, truncate or upsert "
+            "(or name another table).")
+
+
+def _rows(n: int) -> str:
+    """'1 row', '2 rows' ("1 rows were rejected")."""
+    return f"{n:,} row{'' if n == 1 else 's'}"
+
+
+def _strategy_used(spec: LoadSpec | None, result: LoadResult) -> str:
+    """The History's strategy: what auto picked, not just "auto" ("auto → copy-csv")."""
+    asked = spec.strategy if spec is not None else result.strategy
+    return f"{AUTO} → {result.strategy}" if asked == AUTO and result.strategy != AUTO else asked
+
+
+def _load_summary(result: LoadResult, rate: str) -> str:
+    """The summary of a load that finished; a resumed one says what this run added and what the table holds."""
+    n = result.rows_rejected
+    rejected = f" {_rows(n)} {'was' if n == 1 else 'were'} rejected: see {result.reject_file}." if n else ""
+    if not result.resumed_from:
+        return (f"Loaded {_rows(result.rows_loaded)} in {result.seconds:.2f} s ({rate}) with {result.strategy}."
+                + rejected)
+    # rows_loaded counts the earlier run's committed rows too: say both.
+    this_run = max(result.rows_read - result.resumed_from, 0)
+    own_rate = f"{this_run / result.seconds:,.0f} rows/s" if result.seconds > 0 else rate  # not the earlier rows
+    return (f"Resumed after {result.resumed_from:,} source rows committed earlier: this run went through the "
+            f"other {_rows(this_run)} in {result.seconds:.2f} s ({own_rate}) with {result.strategy}; "
+            f"{_rows(result.rows_loaded)} of this file are now in the table.{rejected}")
 
 
 class RunController(QObject):
@@ -132,6 +166,9 @@ class RunController(QObject):
                          f"{'are' if len(left) != 1 else 'is'} not in {where}."
                          "\n\nPick a target column for each in the mapping, or untick it to skip it.")
             return False
+        if spec.target.mode is LoadMode.CREATE and self.w.table_exists():
+            self._refuse(exists_text(spec))
+            return False
         return True
 
     def _refuse(self, message: str) -> None:
@@ -155,6 +192,11 @@ class RunController(QObject):
             rows = info.rows_text() if info is not None else "the file's rows"
             verb = "Append" if spec.target.mode is LoadMode.APPEND else "Upsert"
             question = f"{verb} {rows} to {ref} ({size.text()})?"
+            if info is not None and self.w.source_panel.all_script_tables():
+                # Several tables, not one: each table's rows, and what the first holds now.
+                each = ", ".join(f"{name}: {n:,}" for name, n in info.script_tables)
+                question = (f"{verb} {rows} to the script's {len(info.script_tables)} tables ({each})?\n\n"
+                            f"{ref} already holds {size.text()}.")
             if info is not None and not info.rows_exact:
                 question += "\n\nThe file's row count is an estimate from its first rows."
             if not dialogs.ask(self.w, f"{verb} to a table that has rows", question, verb):
@@ -207,7 +249,7 @@ class RunController(QObject):
         self.p.show_progress(p)
 
     def _end_run(self, outcome: str, read: int, loaded: int, rejected: int, *, seconds: float | None = None,
-                 note: str = "") -> None:
+                 note: str = "", strategy: str | None = None) -> None:
         """The one place a run's end is shown: counters, summary (set by the caller), history and log agree."""
         spec = self.spec
         assert spec is not None
@@ -218,8 +260,8 @@ class RunController(QObject):
         self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
         self.history.add((
             f"{dt.datetime.now():%H:%M:%S}", self.kind, Path(spec.source.path).name, spec.target.table,
-            spec.strategy, f"{read:,}", f"{loaded:,}", f"{rejected:,}", f"{seconds:.2f}" if seconds else "", rate,
-            outcome, note,
+            strategy or spec.strategy, f"{read:,}", f"{loaded:,}", f"{rejected:,}",
+            f"{seconds:.2f}" if seconds else "", rate, outcome, note,
         ))
         self.p.log_line(f"— {outcome}: read {read:,}, loaded {loaded:,}, rejected {rejected:,}. "
                         f"{self.p.summary.text()}")
@@ -240,11 +282,7 @@ class RunController(QObject):
             p.summary.setText(f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
                               f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
         else:
-            rejected = (f" {result.rows_rejected:,} rows were rejected: see {result.reject_file}."
-                        if result.rows_rejected else "")
-            resumed = f" Resumed after {result.resumed_from:,} rows committed earlier." if result.resumed_from else ""
-            p.summary.setText(f"Loaded {result.rows_loaded:,} rows in {result.seconds:.2f} s "
-                              f"({rate}) with {result.strategy}.{rejected}{resumed}")
+            p.summary.setText(_load_summary(result, rate))
         if result.chosen:
             self.w.strategy_panel.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
         if result.reject_file:
@@ -252,11 +290,13 @@ class RunController(QObject):
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
         note = f"would load {result.rows_loaded:,}; rolled back" if check else (result.reject_file or "")
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
-                      seconds=result.seconds, note=note)
+                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result))
         if check:
             self.w.check_finished.emit(result)
             return
         self.w.refresh_table_list_quietly()
+        if self.spec is not None and self.spec.target.mode is LoadMode.CREATE:
+            self.w.table_created()
         self.w.run_finished.emit(result)
 
     def _stopped_read(self) -> int:
@@ -279,7 +319,7 @@ class RunController(QObject):
             QMessageBox.information(w, "Unfinished load", message)
             return
         w.last_error = message
-        p.progress.setFormat("check failed" if self.kind == "check" else "failed")
+        p.show_failed("check failed" if self.kind == "check" else "failed")
         p.log_line("error: " + message)
         if spec.commit is CommitMode.PER_BATCH and not isinstance(error, ConfigError):
             p.set_resumable(True, restart=True)
@@ -345,8 +385,11 @@ class RunController(QObject):
         spec = self.w.current_spec()
         rtt = getattr(report, "rtt_ms", 0.0)
         sample = getattr(report, "sample_rows", None)
-        note = (f"{len(results)} results, RTT {rtt:g} ms, sample {sample:,} rows" if sample
-                else f"{len(results)} results, RTT {rtt:g} ms, whole file")
+        # The rows a run really loaded: a file shorter than the sample is the whole file.
+        used = next((r.rows for r in results if r.runs and not r.reduced_rows), None)
+        rows = (f"whole file, {used:,} rows" if used is not None and (not sample or used < sample)
+                else f"sample {sample:,} rows" if sample else "whole file")
+        note = f"{len(results)} results, RTT {rtt:g} ms, {rows}"
         rate = f"{statistics.median(best.runs):,.0f}" if best is not None and best.runs else ""
         self.history.add((
             f"{dt.datetime.now():%H:%M:%S}", "compare", Path(spec.source.path).name, spec.target.table,

@@ -107,7 +107,8 @@ def test_compare_three_strategies_then_export_and_apply(
     assert all("," in lab.textItem.toPlainText() or float(lab.textItem.toPlainText()) < 1000
                for lab in tab.charts.value_labels)
     assert "Fastest" in tab.status.text()
-    assert "round trip 0 ms" in tab.shown_label.text() and "first 100,000 rows" in tab.shown_label.text()
+    # 3,000 rows against a 100,000-row sample: the label says the rows really used
+    assert "round trip 0 ms" in tab.shown_label.text() and "whole file, 3,000 rows" in tab.shown_label.text()
 
     # exports
     out_csv, out_png = tmp_path / "cmp.csv", tmp_path / "cmp.png"
@@ -154,7 +155,7 @@ def test_two_sessions_side_by_side_at_0_and_20_ms(
     assert ended == [fast, slow] and fast.state == slow.state == "done"
     assert (fast.name, slow.name) == ("#1 · 0 ms", "#2 · 20 ms")
     assert slow.settings["rtt_ms"] == 20 and slow.sample_rows == 100_000 and slow.report is tab.report
-    assert "round trip 20 ms" in slow.settings_text() and "first 100,000 rows" in slow.settings_text()
+    assert "round trip 20 ms" in slow.settings_text() and "whole file, 60 rows" in slow.settings_text()  # the rows used
     rates = {r.strategy: r.median_rows_per_s for r in slow.result_list()}
     assert all(r.error is None and r.rows == 60 for r in slow.result_list())
     assert 0 < rates["row-transaction"] <= 1000 / 20 * 1.05  # the relay is really in the path
@@ -207,7 +208,7 @@ def test_results_sort_by_median(qtbot: Any, window: Any) -> None:
     assert tab.proxy.data(tab.proxy.index(2, CompareModel.COL_NOTE)) == "error: boom"
     tab.charts.show_report(report)
     assert len(tab.charts.line_plot.listDataItems()) == 2  # the failed one has nothing to draw
-    assert [lab.textItem.toPlainText().strip() for lab in tab.charts.value_labels] == ["950", "5,000", "failed"]
+    assert [lab.textItem.toPlainText().strip() for lab in tab.charts.value_labels] == ["950", "5,000", "✕ failed (see Note)"]
 
 
 def test_stop_cancels_a_slow_comparison(

@@ -224,6 +224,8 @@ def test_stopped_per_batch_run_resumes_from_the_resume_button(
     row = conn.execute(sql.SQL("SELECT count(DISTINCT id) FROM {}").format(sql.Identifier(table))).fetchone()
     assert row == (30_000,)
     assert "Resumed after" in w.summary.text() and w.resume_btn.isHidden()
+    # What this run added is said apart from what the table now holds.
+    assert f"other {30_000 - committed:,} rows" in w.summary.text() and "30,000 rows of this file" in w.summary.text()
 
 
 def test_rejected_rows_are_listed_with_reasons(

@@ -21,6 +21,7 @@ DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.P
 PATTERNS = (Qt.BrushStyle.SolidPattern, Qt.BrushStyle.BDiagPattern, Qt.BrushStyle.Dense4Pattern,
             Qt.BrushStyle.CrossPattern)
 SYMBOLS = ("o", "s", "t", "d")
+STACK_BELOW_PX = 760  # narrower than this, the two charts go one above the other
 
 Shown = list[tuple[CompareSession | None, list[CompareResult]]]
 
@@ -84,6 +85,7 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         self.value_labels: list[pg.TextItem] = []
         self.log_scale = False
         self._shown: Shown = []
+        self.batch_ticks: list[tuple[int, str]] = []  # (batch size, label shown: "" where it would overlap)
         self._bar_span: tuple[float, float, list[tuple[float, int]]] | None = None  # x0, top, (end, label px)
 
     # -- entry points -----------------------------------------------------------------------
@@ -108,8 +110,13 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         self.bar_item = self.error_item = None
         self.value_labels = []
         self._bar_span = None
+        self._batch_span = None
         self.bar_plot.getAxis("left").setTicks(None)
         self.line_plot.getAxis("bottom").setTicks(None)
+        self.batch_ticks = []
+        for plot, axes in ((self.bar_plot, ("bottom",)), (self.line_plot, ("left", "bottom"))):
+            for name in axes:
+                plot.getAxis(name).setStyle(showValues=True)
 
     # -- drawing --------------------------------------------------------------------------------
 
@@ -126,6 +133,19 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         done = [(k, s, r) for k, s, r in bars if r.runs]
         if done:
             self._lines(done, multi=len(self._shown) > 1)
+        else:
+            self._nothing_finished()
+
+    def _nothing_finished(self) -> None:
+        """No run finished: the rate axes would show a made-up 0..1 range; say so instead."""
+        self.bar_plot.getAxis("bottom").setStyle(showValues=False)
+        for name in ("left", "bottom"):
+            self.line_plot.getAxis(name).setStyle(showValues=False)
+        self.line_plot.setXRange(0, 1, padding=0)
+        self.line_plot.setYRange(0, 1, padding=0)
+        note = pg.TextItem("no run finished: see the Note column", color="#c00", anchor=(0.5, 0.5))
+        note.setPos(0.5, 0.5)
+        self.line_plot.addItem(note)
 
     def _fit_bar_range(self) -> None:
         """The bar chart's x range, wide enough that every bar's label fits beside it at this width."""
@@ -143,7 +163,49 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
         super().resizeEvent(event)
+        self._arrange(stacked=self.width() < STACK_BELOW_PX)
         self._fit_bar_range()
+        self._fit_batch_ticks()
+
+    _batch_span: tuple[float, float, list[int]] | None = None  # the line chart's x range and batch sizes
+    stacked = False  # the line chart under the bars (a narrow window), not beside them
+
+    def _arrange(self, *, stacked: bool) -> None:
+        """Side by side, or one above the other when the window is narrow (1024 px wide)."""
+        if stacked == self.stacked or not hasattr(self, "legend"):
+            return  # (resized once by the base class, before __init__ ends)
+        self.stacked = stacked
+        layout = self.ci.layout
+        for item in (self.line_plot, self.legend):
+            self.ci.removeItem(item)
+        row, col = (2, 0) if stacked else (1, 1)
+        self.ci.addItem(self.line_plot, row=row, col=col)
+        self.ci.addItem(self.legend, row=row, col=col + 1 if stacked else 2)
+        layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
+        layout.setColumnStretchFactor(1, 0 if stacked else 5)
+
+    def _fit_batch_ticks(self) -> None:
+        """Ticks at the batch sizes measured (log10 x); a label that would run into its neighbour at this
+        width is left blank rather than drawn over it ("5,00010,000")."""
+        span = self._batch_span
+        if span is None:
+            return
+        left, right, sizes = span
+        axis = self.line_plot.getAxis("bottom")
+        px_per_unit = max(float(self.line_plot.vb.width()), 200.0) / max(right - left, 1e-9)
+        metrics = QFontMetrics(axis.font())
+        shown: list[tuple[int, str]] = []
+        last_end = -math.inf
+        for b in sizes:
+            text = f"{b:,}"
+            half = metrics.horizontalAdvance(text) / 2
+            at = (math.log10(b) - left) * px_per_unit
+            keep = at - half >= last_end + 6
+            shown.append((b, text if keep else ""))
+            if keep:
+                last_end = at + half
+        self.batch_ticks = shown
+        axis.setTicks([[(math.log10(b), text) for b, text in shown], []])
 
     def _x(self, v: float, floor: float) -> float:
         """A rate's place on the bar chart's x axis (log10 in log mode, where bars start at `floor`)."""
@@ -163,25 +225,27 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
         ok = [r.runs for _, _, r in bars if r.runs]
         lows = [min(runs) for runs in ok if min(runs) > 0] or [1.0]
         floor = 10 ** math.floor(math.log10(min(lows)))
-        base = self._x(floor, floor)
-        med = [self._x(r.median_rows_per_s, floor) if r.runs else base for _, _, r in bars]
-        lo = [self._x(min(r.runs), floor) if r.runs else base for _, _, r in bars]
-        hi = [self._x(max(r.runs), floor) if r.runs else base for _, _, r in bars]
+        x0 = self._x(floor, floor) if self.log_scale else 0.0
+        # A failed or unfinished combination gets no bar at all, only its label.
+        med = [self._x(r.median_rows_per_s, floor) if r.runs else x0 for _, _, r in bars]
+        lo = [self._x(min(r.runs), floor) if r.runs else x0 for _, _, r in bars]
+        hi = [self._x(max(r.runs), floor) if r.runs else x0 for _, _, r in bars]
         colours = [QColor(strategy_colour(r.strategy)) for _, _, r in bars]
         brushes = [QBrush(c, PATTERNS[k % len(PATTERNS)]) for c, (k, _, _) in zip(colours, bars)]
         pens = [pg.mkPen(c, width=1) for c in colours]
-        x0 = base if self.log_scale else 0.0
         self.bar_item = pg.BarGraphItem(x0=x0, y=np.array(ys), height=0.8 if multi else 0.7, width=np.array(med) - x0,
                                         brushes=brushes, pens=pens)
-        self.error_item = pg.ErrorBarItem(x=np.array(med), y=np.array(ys), left=np.array(med) - np.array(lo),
-                                          right=np.array(hi) - np.array(med), beam=0.25,
+        measured = [i for i, (_, _, r) in enumerate(bars) if r.runs]  # no whisker where nothing was measured
+        self.error_item = pg.ErrorBarItem(x=np.array([med[i] for i in measured]), y=np.array([ys[i] for i in measured]),
+                                          left=np.array([med[i] - lo[i] for i in measured]),
+                                          right=np.array([hi[i] - med[i] for i in measured]), beam=0.25,
                                           pen=pg.mkPen("#333", width=1))
         self.bar_plot.addItem(self.bar_item)
         self.bar_plot.addItem(self.error_item)
         font = QFont()
         font.setPointSize(8)
         for (_, s, r), yy, right in zip(bars, ys, hi):
-            text = _rate(r.median_rows_per_s) if r.runs else ("failed" if r.error else "…")
+            text = _rate(r.median_rows_per_s) if r.runs else ("✕ failed (see Note)" if r.error else "…")
             if multi and s is not None:
                 text += "  " + _short(s.name)  # which session: its bar pattern, said in words
             label = pg.TextItem(" " + text, color="#c00" if r.error else "#222", anchor=(0, 0.5))
@@ -243,11 +307,11 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
             for k, s, _ in {k: (k, s, r) for k, s, r in done}.values():
                 self.legend.addItem(pg.PlotDataItem(pen=pg.mkPen("#555", width=2, style=DASHES[k % len(DASHES)])),
                                     _short(s.name, 24) if s is not None else f"#{k + 1}")
-        # Ticks at the batch sizes measured; log mode places them at log10(x).
-        self.line_plot.getAxis("bottom").setTicks([[(float(np.log10(b)), f"{b:,}") for b in sized], []])
         lo, hi = float(np.log10(sized[0])), float(np.log10(sized[-1]))
         pad = 0.12 * (hi - lo) if hi > lo else 0.5  # room for the end labels
         self.line_plot.setXRange(lo - pad, hi + pad, padding=0)
+        self._batch_span = (lo - pad, hi + pad, sized)
+        self._fit_batch_ticks()
         rates = [r.median_rows_per_s for _, _, r in done]
         if self.log_scale:
             low = math.log10(max(min(rates), 1e-3))

@@ -50,6 +50,16 @@ def parse_counts(text: str, what: str) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+def merge_batches(sizes: list[int], rows: int | None) -> tuple[list[int], list[int]]:
+    """(kept, dropped): every size at or above the rows measured sends them in one batch, so only the
+    smallest of those is kept (10,000 and 50,000 on 5,000 rows were the same run twice)."""
+    if not rows:
+        return sizes, []
+    whole = [b for b in sizes if b >= rows]
+    dropped = sorted(whole)[1:]
+    return [b for b in sizes if b not in dropped], dropped
+
+
 def swatch(colour: str) -> QIcon:
     """A small square of the strategy's chart colour, for lists and tables."""
     pix = QPixmap(10, 10)
@@ -216,8 +226,18 @@ class CompareForm(QWidget):
                 enabled = flags | Qt.ItemFlag.ItemIsEnabled
                 item.setFlags(enabled if is_sql else flags & ~Qt.ItemFlag.ItemIsEnabled)
 
-    def compare_spec(self, base: LoadSpec) -> CompareSpec:
-        """The comparison of `base` (the Load tab's spec) that the form describes; ValueError says what is wrong."""
+    def rows_measured(self, source_rows: int | None) -> int | None:
+        """Rows each run loads: the sample, or fewer when the file is shorter (None: not known)."""
+        sample = self.sample_spin.value()
+        if source_rows is None:
+            return sample or None
+        return min(sample, source_rows) if sample else source_rows
+
+    def compare_spec(self, base: LoadSpec, source_rows: int | None = None) -> CompareSpec:
+        """The comparison of `base` (the Load tab's spec) that the form describes; ValueError says what is wrong.
+
+        `source_rows`: the file's exact row count when known; batch sizes that all mean one batch are merged.
+        """
         if not base.source.path or not base.target.table:
             raise ValueError("Open a file and name a target table on the Load tab first.")
         self.refresh_availability(base)
@@ -228,7 +248,9 @@ class CompareForm(QWidget):
         return CompareSpec(
             # the CLI's choices: a comparison measures speed, not error handling
             base=replace(base, commit=CommitMode.SINGLE, on_error=ErrorPolicy.ABORT, reject_file=None),
-            strategies=strategies, batch_rows=parse_counts(self.batch_edit.text(), "Batch rows"),
+            strategies=strategies,
+            batch_rows=merge_batches(parse_counts(self.batch_edit.text(), "Batch rows"), source_rows and
+                                     self.rows_measured(source_rows))[0],
             workers=parse_counts(self.workers_edit.text(), "Workers"), sample_rows=sample or None,
             repeat=self.repeat_spin.value(), rtt_ms=self.rtt(), budget_s=float(self.budget_spin.value()),
         )

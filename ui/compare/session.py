@@ -46,6 +46,7 @@ class CompareSession:
     state: str = "running"
     error: str | None = None
     report: CompareReport | None = None
+    rows: int | None = None  # rows each full run loads (a short file: fewer than the sample); None: not known
 
     @property
     def rtt_ms(self) -> float:
@@ -58,11 +59,14 @@ class CompareSession:
     def add(self, result: CompareResult) -> None:
         """A run finished: keep its result (the newest snapshot wins) and re-rank the session."""
         self.results[result.key] = result
+        if result.runs and not result.reduced_rows:
+            self.rows = result.rows  # what a run really loaded: the label says that, not the sample asked
         rank(list(self.results.values()))
 
     def finish(self, report: CompareReport) -> None:
         self.report = report
         self.results = {r.key: r for r in report.results}
+        self.rows = next((r.rows for r in report.results if r.runs and not r.reduced_rows), self.rows)
         self.state = "done"
 
     def result_list(self) -> list[CompareResult]:
@@ -73,8 +77,11 @@ class CompareSession:
         return max(done, key=lambda r: r.median_rows_per_s) if done else None
 
     def settings_text(self) -> str:
-        """'round trip 20 ms · first 100,000 rows · 3 runs each'."""
+        """'round trip 20 ms · first 100,000 rows · 3 runs each'; a file shorter than the sample: 'whole file,
+        5,000 rows'."""
         sample = f"first {self.sample_rows:,} rows" if self.sample_rows else "whole file"
+        if self.rows is not None and (not self.sample_rows or self.rows < self.sample_rows):
+            sample = f"whole file, {self.rows:,} row{'' if self.rows == 1 else 's'}"
         repeat = int(self.settings.get("repeat", 1))
         return f"round trip {rtt_text(self.rtt_ms)} · {sample} · {repeat} run{'s' if repeat != 1 else ''} each"
 

@@ -9,7 +9,7 @@ import csv
 from typing import Any, Protocol
 
 from PySide6.QtCore import QModelIndex, QObject, QSortFilterProxyModel, Qt, QTimer, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QColor, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -31,10 +31,11 @@ from core.compare import CompareReport, CompareResult, describe, run_compare
 from core.spec import LoadSpec
 from core.strategies.base import get_strategy
 from ui.compare.charts import CompareCharts
-from ui.compare.form import CompareForm
+from ui.compare.form import CompareForm, parse_counts
 from ui.compare.model import SORT_ROLE, CompareModel
 from ui.compare.session import CompareSession, rtt_text
 from ui.compare.sessions_box import SessionsBox
+from ui.layout import scrolled
 from ui.worker import Job
 
 
@@ -46,6 +47,12 @@ class CompareHost(Protocol):
     def current_spec(self) -> LoadSpec: ...
 
     def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None: ...
+
+    def source_rows(self) -> int | None: ...
+
+
+IDLE_STATUS = "Each run loads a scratch copy of the target table; the table itself is never touched."
+FAILED_COLOUR = "#b00020"
 
 
 class _Relay(QObject):
@@ -97,7 +104,7 @@ class CompareTab(QWidget):
 
     def _build(self) -> None:
         split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(self._setup_panel())
+        split.addWidget(scrolled(self._setup_panel(), vertical_only=True))  # fits a 700 px high window
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self._results_panel())
         self.charts = CompareCharts()
@@ -129,7 +136,7 @@ class CompareTab(QWidget):
         self.progress = QProgressBar()
         self.progress.setFormat("idle")
         lay.addWidget(self.progress)
-        self.status = QLabel("Each run loads a scratch copy of the target table; the table itself is never touched.")
+        self.status = QLabel(IDLE_STATUS)
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
         self.sessions_box = SessionsBox(lambda session: session is not self._running)
@@ -159,6 +166,8 @@ class CompareTab(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.setWordWrap(False)
+        # A long error keeps its start and its end (file ... line, column); the whole text is the tooltip.
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
@@ -236,6 +245,8 @@ class CompareTab(QWidget):
         self.sessions_box.show_only(sessions)
 
     def _refresh_view(self) -> None:
+        if self._status_of is not None and not any(s is self._status_of for s in self.sessions):
+            self._show_idle()  # the status spoke of a session that was removed
         shown = self.shown_sessions()
         self.model.set_sessions(shown)
         self.table.setColumnHidden(CompareModel.COL_SESSION, len(shown) < 2)
@@ -250,6 +261,25 @@ class CompareTab(QWidget):
             return "No session ticked: tick one or two in Sessions."
         return "  |  ".join(f"<b>{s.title()}</b> — {s.settings_text()}" for s in shown)
 
+    _status_of: CompareSession | None = None  # the session the status line and progress bar speak of
+
+    def _show_idle(self) -> None:
+        self._status_of = None
+        self.progress.setPalette(QPalette())
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("idle")
+        self.status.setText(IDLE_STATUS)
+
+    def _show_failed_bar(self, text: str) -> None:
+        """An empty bar saying what failed in red: not a full blue "done"."""
+        self.progress.setValue(0)
+        self.progress.setFormat(text)
+        pal = self.progress.palette()
+        for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText):
+            pal.setColor(role, QColor(FAILED_COLOUR))
+        self.progress.setPalette(pal)
+
     def _on_redraw_timeout(self) -> None:
         self.charts.show_sessions(self.shown_sessions())
 
@@ -262,22 +292,31 @@ class CompareTab(QWidget):
         if self._job is not None:
             return
         base = self._window.current_spec()
+        source_rows = self._window.source_rows()
         try:
-            spec = self.form.compare_spec(base)
+            spec = self.form.compare_spec(base, source_rows)
+            asked = parse_counts(self.batch_edit.text(), "Batch rows")
         except ValueError as exc:
             QMessageBox.warning(self, "Compare", str(exc))
             return
         settings = self.form.compare_settings()
         number = max((s.number for s in self.sessions), default=0) + 1
         session = CompareSession(number, f"#{number} · {rtt_text(spec.rtt_ms)}", settings,
-                                 source=base.source.path, table=base.target.table)
+                                 source=base.source.path, table=base.target.table,
+                                 rows=self.form.rows_measured(source_rows) if source_rows is not None else None)
         self._running = session
+        self._status_of = session
+        self.progress.setPalette(QPalette())
         self.sessions_box.add(session)
         self._generation += 1
         gen, relay = self._generation, self._relay
         self.progress.setRange(0, 0)  # busy until the first run reports
         self.progress.setFormat("starting…")
-        self.status.setText("Preparing the sample and the scratch table…")
+        dropped = [b for b in asked if b not in spec.batch_rows]
+        self.status.setText("Preparing the sample and the scratch table…" + (
+            f" Batch rows {', '.join(f'{b:,}' for b in dropped)} left out: the {session.rows:,} rows measured go "
+            f"in one batch already at {min(b for b in spec.batch_rows if b >= (session.rows or 0)):,}."
+            if dropped and session.rows else ""))
         job = Job(lambda _progress, _log, cancel: run_compare(
             spec, on_progress=lambda msg, done, total: relay.step.emit(gen, msg, done, total),
             on_result=lambda result: relay.result.emit(gen, result), cancel=cancel))
@@ -347,8 +386,12 @@ class CompareTab(QWidget):
             return
         session.finish(report)
         self.report = report
-        self.progress.setValue(1)
-        self.progress.setFormat("done")
+        failed = sum(1 for r in report.results if not r.runs)
+        if report.results and failed == len(report.results):
+            self._show_failed_bar("failed: no run finished")
+        else:
+            self.progress.setValue(1)
+            self.progress.setFormat(f"done; {failed} failed" if failed else "done")
         self.sessions_box.update_item(session)
         self._refresh_view()
         self.table.sortByColumn(CompareModel.COL_MEDIAN, Qt.SortOrder.DescendingOrder)
@@ -372,8 +415,7 @@ class CompareTab(QWidget):
         session = self._end(job, "failed", message)
         if session is None:
             return
-        self.progress.setValue(0)
-        self.progress.setFormat("failed")
+        self._show_failed_bar("failed")
         self.status.setText("Failed: " + message)
         self.sessions_box.update_item(session)
         self._refresh_view()

@@ -9,6 +9,7 @@ from core.spec import ColumnMap
 from ui.mapping_delegate import MappingDelegate
 from ui.table_models import MappingModel
 
+MIN_WIDTH = 300  # source, target, type and include in view (with the frame and a scroll bar)
 HINT = "Edit target names and types (your edits are kept); untick a column to skip it."
 
 
@@ -28,16 +29,23 @@ class MappingPanel(QGroupBox):
         header = view.horizontalHeader()
         # Fixed widths: a long sample or name must not push the target type and warning out of sight.
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for col, width in enumerate((96, 64, 96, 112, 50)):
+        for col, width in enumerate((80, 64, 80, 100, 50)):
             header.resizeSection(col, width)
         header.setMinimumSectionSize(30)
+        # What the user edits comes first on screen (source, target, type, include), the sample after:
+        # a narrow panel still shows them. The model's column numbers stay as they are.
+        header.moveSection(MappingModel.SAMPLE, MappingModel.INCLUDE)
         header.setStretchLastSection(True)
         view.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.mapping_view = view
+        # A new mapping starts at its first column (it was left scrolled to where the last one was).
+        self.mapping.modelReset.connect(lambda: view.horizontalScrollBar().setValue(0))
         lay.addWidget(view)
+        self.setMinimumWidth(MIN_WIDTH)
         row = QHBoxLayout()
         self.mapping_hint = QLabel(HINT)
         self.mapping_hint.setWordWrap(True)
+        self.mapping_hint.setMinimumWidth(150)  # wrapped in a few lines, not one word a line
         self.reset_btn = QPushButton("Reset mapping")
         self.reset_btn.setToolTip("Forget your edits of names, types and ticks: back to what file and table suggest")
         row.addWidget(self.mapping_hint, 1)

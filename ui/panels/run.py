@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QColor, QFontDatabase, QPalette
 from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
 from core.events import Progress, human_seconds
 from ui.charts import ThroughputChart
 from ui.table_models import RejectsModel
+
+FAILED_COLOUR = "#b00020"
 
 
 class RunPanel(QGroupBox):
@@ -68,6 +70,9 @@ class RunPanel(QGroupBox):
         self.plan_label = QLabel("Plan: pick a file and a table, and the plan for the run shows here.")
         self.plan_label.setWordWrap(True)
         self.plan_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Three lines at least, even in a 700 px high window (the log gives way); the tooltip has it all.
+        self.plan_label.setMinimumHeight(3 * self.plan_label.fontMetrics().lineSpacing() + 4)
+        self.plan_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         left.addWidget(self.plan_label)
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
@@ -75,6 +80,7 @@ class RunPanel(QGroupBox):
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(20_000)
+        self.log.setMinimumHeight(48)
         self.run_tabs = QTabWidget()
         self.run_tabs.addTab(self.log, "Log")
         rejected = QWidget()
@@ -135,7 +141,17 @@ class RunPanel(QGroupBox):
         self.plan_label.setText(f"<b>Plan:</b> {html.escape(text)}")
         self.plan_label.setToolTip(text)
 
+    def show_failed(self, text: str) -> None:
+        """A run that failed: an empty bar saying so in red, never a full "done"-looking one."""
+        self.progress.setValue(0)
+        self.progress.setFormat(text)
+        pal = self.progress.palette()
+        for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText):
+            pal.setColor(role, QColor(FAILED_COLOUR))
+        self.progress.setPalette(pal)
+
     def clear_for_run(self) -> None:
+        self.progress.setPalette(QPalette())  # back to the style's colours after a failed run
         self.progress.setValue(0)
         self.progress.setFormat("starting…")
         self.summary.setText("")

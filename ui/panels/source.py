@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from core.preview import SourceInfo
 from core.spec import SourceOptions
+from ui.elided_label import ElidedLabel
 from ui.table_models import PreviewModel
 
 FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow"]
@@ -36,7 +37,6 @@ class SourcePanel(QGroupBox):
         row.addWidget(self.path_edit)
         row.addWidget(self.open_btn)
         lay.addLayout(row)
-        form = QHBoxLayout()
         self.format_combo = QComboBox()
         self.format_combo.addItems(FORMATS)
         self.delim_edit = QLineEdit()
@@ -52,31 +52,37 @@ class SourcePanel(QGroupBox):
         self.null_edit = QLineEdit()
         self.null_edit.setMaximumWidth(60)
         self.null_edit.setToolTip(NULL_TIP)
-        # Two short rows rather than one long one: the panel stays narrow and the mapping gets the width.
+        # Short rows rather than one long one: the panel stays narrow and the mapping gets the width
+        # (the window must fit a 1366x768 screen).
         dialect = QHBoxLayout()
-        for label, w in (("Format", self.format_combo), ("Delim", self.delim_edit), ("Quote", self.quote_edit),
-                         ("Encoding", self.encoding_edit)):
+        for label, w in (("Format", self.format_combo), ("Encoding", self.encoding_edit)):
             dialect.addWidget(QLabel(label))
             dialect.addWidget(w)
+        dialect.addWidget(self.header_check)
         dialect.addStretch(1)
         lay.addLayout(dialect)
-        form.addWidget(QLabel("NULL"))
-        form.addWidget(self.null_edit)
-        form.addWidget(self.header_check)
+        form = QHBoxLayout()
+        for label, w in (("Delim", self.delim_edit), ("Quote", self.quote_edit), ("NULL", self.null_edit)):
+            form.addWidget(QLabel(label))
+            form.addWidget(w)
+        self.refresh_btn = QPushButton("Apply")
+        self.refresh_btn.setToolTip("Re-read the preview with these options")
+        form.addStretch(1)
+        form.addWidget(self.refresh_btn)
+        lay.addLayout(form)
+        tables = QHBoxLayout()
         self.script_table_label = QLabel("Table")
         self.script_table_combo = QComboBox()
         self.script_table_combo.setToolTip(
             "This SQL script fills several tables: load all of them (each into its own table, in one "
             "transaction) or pick one"
         )
-        form.addWidget(self.script_table_label)
-        form.addWidget(self.script_table_combo)
+        self.script_table_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.script_table_combo.setMinimumContentsLength(16)
+        tables.addWidget(self.script_table_label)
+        tables.addWidget(self.script_table_combo, 1)
+        lay.addLayout(tables)
         self.show_script_tables([], None)
-        self.refresh_btn = QPushButton("Apply")
-        self.refresh_btn.setToolTip("Re-read the preview with these options")
-        form.addStretch(1)
-        form.addWidget(self.refresh_btn)
-        lay.addLayout(form)
         self.preview = PreviewModel()
         view = QTableView()
         view.setModel(self.preview)
@@ -85,7 +91,7 @@ class SourcePanel(QGroupBox):
         view.setWordWrap(False)
         self.preview_view = view
         lay.addWidget(view)
-        self.source_status = QLabel("No file yet.")
+        self.source_status = ElidedLabel("No file yet.")  # a long status must not widen the window
         lay.addWidget(self.source_status)
 
     def show_script_tables(self, tables: list[tuple[str, int]], picked: str | None) -> None:
@@ -117,11 +123,19 @@ class SourcePanel(QGroupBox):
             self.preview_view.setSpan(row, 0, 1, max(1, len(info.columns)))
         note = info.null_note()
         bad = f" and {len(info.bad)} malformed record{'s' if len(info.bad) != 1 else ''} (marked ⚠)" if info.bad else ""
-        self.source_status.setText(
-            f"{o.format}: {len(info.columns)} columns, {info.rows_text()}; showing {info.sample.height} rows{bad}"
-            + (f"; {note}" if note else ""))
+        what = f"{len(info.columns)} columns, {info.rows_text()}; showing {info.sample.height} rows"
+        if len(info.script_tables) > 1 and o.script_table is None:
+            # All of a script's tables: the preview is the first one's, not the whole load.
+            first, first_rows = info.script_tables[0]
+            what = (f"{len(info.script_tables)} tables, {info.rows_text()}; preview of the first, {first} "
+                    f"({len(info.columns)} columns, {first_rows:,} rows)")
+        self.source_status.setText(f"{o.format}: {what}{bad}" + (f"; {note}" if note else ""))
         self.null_edit.setToolTip(f"{NULL_TIP}\nSniffed: {note}" if note else NULL_TIP)
         self.show_script_tables(info.script_tables, o.script_table)
+
+    def all_script_tables(self) -> bool:
+        """A script of several tables with none picked: the run loads each into its own table."""
+        return self.script_table_combo.count() > 1 and self.script_table_combo.currentData() is None
 
     def options(self, null_columns: list[str] | None) -> SourceOptions:
         """The options as set; `null_columns`: where a sniffed NULL marker applies (None: every column)."""

@@ -8,6 +8,25 @@ from core.auto import AUTO
 from core.spec import CommitMode, ErrorPolicy
 from core.strategies.base import Strategy, all_strategies
 
+BATCH_TIP = "Rows per batch (per statement, COPY chunk or commit)"
+WORKERS_TIP = "Connections for strategies that load over several at once"
+AUTO_TIP = "auto picks it from the file, the target and the server (batches of about 8 MB); pick a strategy to set it"
+
+
+class AutoSpin(QSpinBox):
+    """A spin box that reads "auto" while auto decides its number; value() keeps the user's number for later."""
+
+    _auto = False
+
+    def set_auto(self, on: bool, tip: str) -> None:
+        self._auto = on
+        self.setEnabled(not on)
+        self.setToolTip(AUTO_TIP if on else tip)
+        self.lineEdit().setText(self.textFromValue(self.value()))  # repaint the text now, not on the next step
+
+    def textFromValue(self, value: int) -> str:  # noqa: N802 - Qt's name
+        return "auto" if self._auto else super().textFromValue(value)
+
 
 class StrategyPanel(QGroupBox):
     """Widgets and the strategy list; the help text follows the choice."""
@@ -16,6 +35,9 @@ class StrategyPanel(QGroupBox):
         super().__init__("Strategy", parent)
         form = QFormLayout(self)
         self.strategy_combo = QComboBox()
+        # Long titles must not widen the window: the list shows them whole when it opens.
+        self.strategy_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.strategy_combo.setMinimumContentsLength(18)
         # None stands for `auto`, first and the default: the engine picks when the run starts.
         self.strategies: list[type[Strategy] | None] = [None, *all_strategies()]
         for cls in self.strategies:
@@ -29,11 +51,11 @@ class StrategyPanel(QGroupBox):
         self.strategy_help = QLabel()
         self.strategy_help.setWordWrap(True)
         form.addRow("", self.strategy_help)
-        self.batch_spin = QSpinBox()
+        self.batch_spin = AutoSpin()
         self.batch_spin.setRange(1, 10_000_000)
         self.batch_spin.setValue(10_000)
         self.batch_spin.setSingleStep(1000)
-        self.workers_spin = QSpinBox()
+        self.workers_spin = AutoSpin()
         self.workers_spin.setRange(1, 32)
         self.workers_spin.setValue(2)
         row = QHBoxLayout()
@@ -64,11 +86,12 @@ class StrategyPanel(QGroupBox):
             self.strategy_help.setText(
                 "<b>auto picks the strategy, batch size and workers</b> from the file, the target and the "
                 "server; the plan above the log says which, and why, before the run.")
-            self.batch_spin.setEnabled(False)
-            self.workers_spin.setEnabled(False)
+            self.batch_spin.set_auto(True, BATCH_TIP)
+            self.workers_spin.set_auto(True, WORKERS_TIP)
             return
         self.strategy_help.setText(f"<b>{cls.summary}.</b><br><i>{cls.lesson}</i>")
-        self.batch_spin.setEnabled(True)
+        self.batch_spin.set_auto(False, BATCH_TIP)
+        self.workers_spin.set_auto(False, WORKERS_TIP)
         self.workers_spin.setEnabled(cls.multi_connection)
 
     def show_choice(self, strategy_id: str, batch_rows: int, reason: str) -> None:

@@ -11,12 +11,12 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
-    QSizePolicy,
     QWidget,
 )
 
 from core.preview import DatabaseInfo
 from core.spec import LoadMode
+from ui.elided_label import ElidedLabel
 
 EMBEDDED = "Local (embedded)"
 
@@ -34,33 +34,49 @@ class TargetPanel(QGroupBox):
         self.conn_combo.addItem(EMBEDDED)
         for name in connections:
             self.conn_combo.addItem(name)
+        # A long DSN must not widen the window: the combo asks for a few characters, shows what fits.
+        self.conn_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.conn_combo.setMinimumContentsLength(12)
         self.conn_combo.setToolTip("Local (embedded) needs nothing; or type a DSN such as host=db user=me dbname=dw")
         self.connect_btn = QPushButton("Connect")
         self.new_btn = QPushButton("New…")
         self.new_btn.setToolTip("Save a connection (host, port, database, user, SSL mode); passwords are never saved")
-        conn_row.addWidget(self.conn_combo, 1)
+        # The buttons sit beside the status line, not the combo: the column stays narrow.
+        form.addRow("Connection", self.conn_combo)
+        # A long server banner must not widen the whole column: elided, whole text in the tooltip.
+        self.db_status = ElidedLabel("not connected")
+        conn_row.addWidget(self.db_status, 1)
         conn_row.addWidget(self.connect_btn)
         conn_row.addWidget(self.new_btn)
-        form.addRow("Connection", conn_row)
-        self.db_status = QLabel("not connected")
-        # A long server banner must not widen the whole column: cut it, whole text in the tooltip.
-        self.db_status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        form.addRow("", self.db_status)
+        form.addRow("", conn_row)
         self.schema_combo = QComboBox()
         self.schema_combo.setEditable(True)
         self.schema_combo.addItem("public")
         form.addRow("Schema", self.schema_combo)
         self.table_combo = QComboBox()
         self.table_combo.setEditable(True)
-        form.addRow("Table", self.table_combo)
+        self.table_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.table_combo.setMinimumContentsLength(12)
+        # A script's tables loaded all at once: said in words instead of one table's name.
+        self.tables_note = ElidedLabel()
+        self.tables_note.setVisible(False)
+        table_row = QHBoxLayout()
+        table_row.addWidget(self.table_combo, 1)
+        table_row.addWidget(self.tables_note, 1)
+        form.addRow("Table", table_row)
         self.mode_combo = QComboBox()
         self.mode_combo.addItems([m.value for m in LoadMode])
-        form.addRow("Mode", self.mode_combo)
         self.key_edit = QLineEdit()
-        self.key_edit.setPlaceholderText("key columns for upsert, comma-separated")
-        form.addRow("Key", self.key_edit)
+        self.key_edit.setPlaceholderText("key columns for upsert")
+        self.key_edit.setToolTip("Key columns for upsert, comma-separated")
+        mode_row = QHBoxLayout()  # one row for both: the column is shorter
+        mode_row.addWidget(self.mode_combo)
+        mode_row.addWidget(QLabel("Key"))
+        mode_row.addWidget(self.key_edit, 1)
+        form.addRow("Mode", mode_row)
         self.ddl_edit = QPlainTextEdit()
         self.ddl_edit.setMaximumHeight(70)
+        self.ddl_edit.setMinimumHeight(40)
         self.ddl_edit.setToolTip("CREATE TABLE used in mode 'create'; edit it freely")
         form.addRow("New table DDL", self.ddl_edit)
 
@@ -88,3 +104,20 @@ class TargetPanel(QGroupBox):
         self.table_combo.blockSignals(True)
         self.table_combo.setEditText(name)
         self.table_combo.blockSignals(False)
+
+    def show_all_tables(self, tables: list[tuple[str, int]] | None) -> None:
+        """A script's tables all loaded at once (each into its own): the note replaces the table field."""
+        several = bool(tables) and len(tables or []) > 1
+        self.table_combo.setVisible(not several)
+        self.tables_note.setVisible(several)
+        if tables and several:
+            self.tables_note.setText(f"{len(tables)} tables: " + ", ".join(f"{n} ({r:,} rows)" for n, r in tables))
+
+    def allow_modes(self, allowed: set[LoadMode]) -> None:
+        """Only these modes can be picked (several tables: append or truncate); the others stay listed, greyed."""
+        model = self.mode_combo.model()
+        for i in range(self.mode_combo.count()):
+            item = model.item(i)  # type: ignore[attr-defined]
+            item.setEnabled(LoadMode(self.mode_combo.itemText(i)) in allowed)
+        if LoadMode(self.mode_combo.currentText()) not in allowed:
+            self.mode_combo.setCurrentText(LoadMode.APPEND.value)
