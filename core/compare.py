@@ -133,6 +133,21 @@ def describe(r: CompareResult) -> str:
     return f"{r.strategy}{workers}" + (f" · {r.batch_rows:,}" if r.batch_sized else "")
 
 
+_SAMPLE_PATH = re.compile(r"\S*sluice-(?:cmp|probe)-[^/\\]+[/\\]sample\.(csv|sql)(?:, line (\d+))?")
+
+
+def _in_users_words(message: str, source: str) -> str:
+    """A run's error names the lab's own copy of the first rows (a temporary file) and its line:
+    say the user's file, and the data row (a CSV copy has a header; a script copy one INSERT a line)."""
+    name = Path(source).name
+
+    def words(m: re.Match[str]) -> str:
+        row = int(m.group(2)) - (1 if m.group(1) == "csv" else 0) if m.group(2) else None
+        return f"{name} (rows the lab copied)" + (f", row {row}" if row is not None else "")
+
+    return _SAMPLE_PATH.sub(words, message)
+
+
 def _write_sample(base: LoadSpec, rows: int, folder: Path) -> tuple[SourceOptions, int]:
     """The first `rows` rows as a CSV file that every strategy then loads alike.
 
@@ -249,7 +264,7 @@ def run_compare(
                     except Cancelled:
                         raise
                     except SluiceError as exc:
-                        res.error = str(exc)
+                        res.error = _in_users_words(str(exc), base.source.path)
                     done += 1
                     if on_result:
                         on_result(res.snapshot())

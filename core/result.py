@@ -22,10 +22,12 @@ class LoadResult:
     rows_dropped: int = 0  # script rows ON CONFLICT DO NOTHING dropped: their key was already there
     tables: tuple[str, ...] = ()  # a script that filled several tables: each one, in the file's order
     columns_not_loaded: tuple[str, ...] = ()  # the file's columns that no target column takes
+    loaded_before: int = 0  # of rows_loaded, those an earlier per-batch run had committed
 
     @property
     def rows_per_s(self) -> float:
-        return self.rows_loaded / self.seconds if self.seconds > 0 else 0.0
+        """This run's own rows per second (a resumed run's earlier rows took no time of it)."""
+        return (self.rows_loaded - self.loaded_before) / self.seconds if self.seconds > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

@@ -60,6 +60,7 @@ def run_per_batch(
     else:
         job.on_log(f"resuming: {earlier.rows_done:,} source rows are committed; loading the chunks that are missing")
     job.resumed_from = earlier.rows_done if earlier else 0
+    loaded_before = earlier.rows_loaded if earlier else 0
     skip = spec.on_error is ErrorPolicy.SKIP
     ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
                        batch_rows=max(1, spec.batch_rows), workers=max(1, spec.workers), cancel=job.cancel,
@@ -128,6 +129,7 @@ def run_per_batch(
     return jobmod.LoadResult(
         spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, time.monotonic() - job._t0, job.bytes_read,
         reject_file, job.resumed_from, load_seconds=job._load_seconds(), reason=job.reason,
+        loaded_before=loaded_before,
     )
 
 

@@ -67,6 +67,7 @@ def run_per_batch(
     state = earlier or ck.read(ctl, ref, key)
     assert state is not None
     job.resumed_from = earlier.rows_done if earlier else 0
+    loaded_before = earlier.rows_loaded if earlier else 0
     # Upsert goes through a temporary table that each commit empties.
     stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}") if mode is LoadMode.UPSERT else None
     ctx = WriteContext(
@@ -126,7 +127,7 @@ def run_per_batch(
     reject_file = job._rejects.discard_if_empty() if job._rejects else None
     return LoadResult(
         spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, time.monotonic() - job._t0,
-        job.bytes_read, reject_file, job.resumed_from, load_seconds=job._load_seconds(),
+        job.bytes_read, reject_file, job.resumed_from, load_seconds=job._load_seconds(), loaded_before=loaded_before,
     )
 
 def restore(

@@ -109,3 +109,18 @@ def test_cli_prints_round_trip_sample_and_no_batch_for_row_by_row(
     assert [(r["strategy"], r["batch_rows"], r["batch_sized"]) for r in got["results"]] == [
         ("row-transaction", 200, False), ("unnest", 100, True), ("unnest", 200, True)]
     assert got["sample_rows"] == 250 and got["rtt_ms"] == 0
+
+
+def test_a_failed_run_names_the_users_file_not_the_labs_copy(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The lab loads a copy of the first rows from a temporary folder; its errors once named that copy."""
+    src = tmp_path / "mine.csv"
+    src.write_text("id,flag\n1,true\n2,maybe\n", encoding="utf-8")
+    table = table_name("cmpbad")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, flag bool)").format(sql.Identifier(table)))
+    spec = CompareSpec(LoadSpec(SourceOptions(str(src)), TargetSpec(table), dsn=dsn), ["executemany"],
+                       batch_rows=[100], repeat=1, sample_rows=10)
+    (result,) = run_compare(spec).results
+    assert result.error is not None
+    assert "sluice-" not in result.error and "mine.csv (rows the lab copied), row 2" in result.error, result.error

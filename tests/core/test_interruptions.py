@@ -231,6 +231,9 @@ def test_per_batch_gives_up_after_bounded_retries_with_a_resumable_state(
     result = LoadJob(spec, resume=True).run()
     assert result.resumed_from == committed
     assert (result.rows_read, result.rows_loaded) == (3_000, 3_000)
+    # This run's own rate: the rows committed before took none of its time.
+    assert result.loaded_before == committed
+    assert result.rows_per_s == pytest.approx((3_000 - committed) / result.seconds)
     assert _digest(conn, table) == _reference(dsn, conn, table_name, path)
 
 
