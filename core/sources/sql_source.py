@@ -8,6 +8,7 @@ row counts. A script may fill several tables; `SourceOptions.script_table` picks
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import polars as pl
@@ -30,13 +31,47 @@ from core.spec import SourceOptions
 
 CACHE_LIMIT = 256 << 20  # scripts up to this size keep the rows read while checking them, for the load
 
+# `SET client_encoding = '...'` as pg_dump writes it (-E/--encoding): PostgreSQL's name, Python's codec.
+_CLIENT_ENCODING = re.compile(rb"^SET client_encoding = '([A-Za-z0-9_]+)';", re.MULTILINE)
+_PG_CODECS = {
+    "UTF8": "utf-8", "UNICODE": "utf-8", "SQL_ASCII": "utf-8", "LATIN1": "latin-1", "LATIN2": "iso8859-2",
+    "LATIN3": "iso8859-3", "LATIN4": "iso8859-4", "LATIN5": "iso8859-9", "LATIN6": "iso8859-10",
+    "LATIN7": "iso8859-13", "LATIN8": "iso8859-14", "LATIN9": "iso8859-15", "LATIN10": "iso8859-16",
+    "ISO_8859_5": "iso8859-5", "ISO_8859_6": "iso8859-6", "ISO_8859_7": "iso8859-7", "ISO_8859_8": "iso8859-8",
+    "WIN866": "cp866", "WIN874": "cp874", "WIN1250": "cp1250", "WIN1251": "cp1251", "WIN1252": "cp1252",
+    "WIN1253": "cp1253", "WIN1254": "cp1254", "WIN1255": "cp1255", "WIN1256": "cp1256", "WIN1257": "cp1257",
+    "WIN1258": "cp1258", "KOI8R": "koi8-r", "KOI8U": "koi8-u",
+}
+
+
+def script_encoding(path: str, head_bytes: int = 64 << 10) -> str:
+    """The encoding the script says it is in (pg_dump -E writes `SET client_encoding` first), else UTF-8;
+    single-byte encodings and UTF-8 only.
+
+    SQL_ASCII is read as UTF-8: PostgreSQL converts nothing from it, and a byte that is not
+    UTF-8 is refused with its line rather than guessed at.
+    """
+    with open(path, "rb") as f:
+        head = f.read(head_bytes)
+    m = _CLIENT_ENCODING.search(head)
+    if m is None:
+        return "utf-8"
+    name = m.group(1).decode("ascii").upper()
+    codec = _PG_CODECS.get(name)
+    if codec is None:
+        # Multi-byte encodings such as SJIS can hide a quote or backslash byte inside a character,
+        # which the script's byte-level scanning would misread: they are converted first.
+        raise ConfigError(f"{path}: the script is in the encoding {name}, which Sluice does not read; "
+                          f"convert it to UTF-8 first (iconv -f {name} -t UTF-8)")
+    return codec
+
 
 class SqlScriptSource(Source):
     format = "sql"
 
     def __init__(self, options: SourceOptions) -> None:
         super().__init__(options)
-        self.encoding = options.encoding or "utf-8"
+        self.encoding = options.encoding or script_encoding(str(self.path))
         self.tables, self._cache = _read(str(self.path), self.encoding, self.fingerprint.size,
                                          self.fingerprint.mtime_ns)
         if not self.tables:
