@@ -113,6 +113,7 @@ class Column:
     name: str
     type: str  # as format_type() spells it
     not_null: bool = False
+    generated: bool = False  # GENERATED ALWAYS AS (...): the server computes it, nothing writes it
 
 
 def insert_into(table: TableRef, columns: Sequence[str]) -> sql.Composed:
@@ -123,20 +124,21 @@ def insert_into(table: TableRef, columns: Sequence[str]) -> sql.Composed:
         table.ident(), sql.SQL(", ").join(sql.Identifier(c) for c in columns))
 
 
-def table_columns(conn: psycopg.Connection[Any], ref: TableRef) -> list[Column] | None:
-    """The table's columns in order, or None when there is no such table."""
+def table_columns(conn: psycopg.Connection[Any], ref: TableRef, *, generated: bool = False) -> list[Column] | None:
+    """The table's columns in order, or None when there is no such table. Generated columns
+    only with `generated` (a script's positional INSERTs count them: pg_dump writes DEFAULT there)."""
     # to_regclass takes the name as text: pass it quoted so dots and quotes stay literal.
     qualified = ref.ident().as_string(conn)
     rows = conn.execute(
-        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull"
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attgenerated <> ''"
         " FROM pg_attribute a WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0"
-        " AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum",
-        (qualified,),
+        " AND NOT a.attisdropped AND (%s OR a.attgenerated = '') ORDER BY a.attnum",
+        (qualified, generated),
     ).fetchall()
     if not rows:
         exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
         return [] if exists and exists[0] else None
-    return [Column(r[0], r[1], bool(r[2])) for r in rows]
+    return [Column(r[0], r[1], bool(r[2]), bool(r[3])) for r in rows]
 
 
 def list_schemas(conn: psycopg.Connection[Any]) -> list[str]:

@@ -254,6 +254,20 @@ class LoadJob:
         """The file's columns no target column takes: said, never dropped in silence."""
         used = {m.source for m in mp.included(plan.maps) if m.source is not None}
         left = [c for c in plan.source.columns() if c not in used]
+        if left and plan.source.format == "sql" and plan.exists and not self.spec.columns \
+                and not getattr(plan.source, "several", False):
+            generated = {m.source for m in plan.maps if not m.include and m.target in plan.generated}
+            left = [c for c in left if c not in generated]  # pg_dump's DEFAULT there: the server computes it
+            if left:
+                placeholders = getattr(plan.source, "has_column_list", True) is False
+                raise ConfigError(
+                    f"the script's rows have {len(plan.source.columns())} values and {plan.target.display()} takes "
+                    f"{len(plan.source.columns()) - len(left)} (psql refuses such rows too)" if placeholders else
+                    f"the script's rows have column{'s' if len(left) > 1 else ''} {', '.join(left)}, which "
+                    f"{plan.target.display()} does not have (psql refuses such rows too): add "
+                    f"{'them' if len(left) > 1 else 'it'} to the table, or leave {'them' if len(left) > 1 else 'it'} "
+                    "out of the mapping")
+            return
         if left and plan.source.format != "sql":
             self.not_loaded = tuple(left)
             many = len(left) > 1

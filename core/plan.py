@@ -9,6 +9,7 @@ import psycopg
 
 from core import mapping as mp
 from core.db import TableRef, table_columns
+from core.script_mapping import positional_maps
 from core.sources.base import Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, LoadSpec
@@ -23,6 +24,7 @@ class Plan:
     maps: list[ColumnMap]
     exists: bool
     target_types: dict[str, str]
+    generated: tuple[str, ...] = ()  # the target's generated columns (read for SQL scripts only)
 
 
 def plan_load(spec: LoadSpec, conn: psycopg.Connection[Any] | None = None) -> Plan:
@@ -30,11 +32,16 @@ def plan_load(spec: LoadSpec, conn: psycopg.Connection[Any] | None = None) -> Pl
     source = open_source(spec.source)
     ref = TableRef(spec.target.table, spec.target.schema)
     existing = table_columns(conn, ref) if conn is not None else None
+    # A script's INSERTs that name no columns fill the table's in order, generated ones included.
+    everything = (table_columns(conn, ref, generated=True) or []
+                  if conn is not None and existing and source.format == "sql" else [])
+    positional = positional_maps(source.columns(), everything) if everything else None
     # Only a new table needs a sample (for its column types): an existing one has its own.
-    maps = spec.columns or mp.default_mapping(source.columns(), None if existing else source.sample(500), existing)
+    maps = spec.columns or positional or mp.default_mapping(
+        source.columns(), None if existing else source.sample(500), existing)
     mp.validate(maps, source.columns())
     if existing is not None:
         types = {c.name: c.type for c in existing}
     else:
         types = {m.target: m.type for m in mp.included(maps)}
-    return Plan(source, ref, maps, existing is not None, types)
+    return Plan(source, ref, maps, existing is not None, types, tuple(c.name for c in everything if c.generated))

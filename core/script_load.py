@@ -68,9 +68,13 @@ def takes_over(spec: LoadSpec, strategy: str, plan: Plan) -> bool:
     if simple and mp.is_identity(plan.maps, source.columns()):
         return True
     if source.on_conflict and not strategy.startswith("script-"):
+        if simple:
+            raise ConfigError(
+                "this script says ON CONFLICT DO NOTHING, which is loaded column for column into the table its rows "
+                "name; with another column mapping, load it with a script-* strategy")
         raise ConfigError(
-            "this script says ON CONFLICT DO NOTHING: load it with copy-csv, --commit single, --on-error abort "
-            "and mode append or truncate, or with a script-* strategy"
+            "this script says ON CONFLICT DO NOTHING, which loads with strategy auto or copy-csv, single commit, "
+            "the abort policy and mode append or truncate, or with a script-* strategy"
         )
     return False
 

@@ -25,8 +25,10 @@ def positional_maps(columns: Sequence[str], target: Sequence[Column]) -> list[Co
     """The script's columns onto the table's first columns in order, or None.
 
     None when the script names its columns (match those by name) or its rows are wider
-    than the table (the user has to decide).
+    than the table (the user has to decide). A generated column among them (`target` from
+    table_columns(generated=True)) takes its place in the order but is not written: pg_dump
+    writes DEFAULT there, and the server computes it.
     """
     if not columns or list(columns) != placeholder_names(len(columns)) or len(columns) > len(target):
         return None
-    return [ColumnMap(target=c.name, source=s, type=c.type) for s, c in zip(columns, target)]
+    return [ColumnMap(target=c.name, source=s, type=c.type, include=not c.generated) for s, c in zip(columns, target)]
