@@ -14,6 +14,8 @@ from typing import TypeVar
 
 import polars as pl
 
+from core.sources.sqlscan import DEFAULT_VALUE
+
 T = TypeVar("T")
 _HALVES_FROM = 20_000  # rows: below this, one thread is as fast
 
@@ -46,9 +48,11 @@ def _in_halves(fn: Callable[[pl.Series], T], rows: pl.Series) -> list[T]:
 # One literal: a '' string (quotes doubled inside), a B'0101' bit string, or a bare word or number.
 _TOKEN = r"[bB]?'(?:[^']|'')*'|[^\s,()']+"
 _NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
-_WORDS = ["NULL", "TRUE", "FALSE"]
-# One value as pg_dump writes it (NULL, true/false, numbers, '' strings, B'' bit strings).
-_VALUE = r"(?:'(?:[^']|'')*'|[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|NULL|true|false|B'[01]*')"
+_WORDS = ["NULL", "TRUE", "FALSE", "DEFAULT"]
+# One value as pg_dump writes it (NULL, true/false, numbers, '' strings, B'' bit strings, DEFAULT
+# for a generated column).
+_VALUE = (r"(?:'(?:[^']|'')*'|[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|NULL|true|false|DEFAULT"
+          r"|B'[01]*')")
 _ROWSEP = "),\n\t("  # --rows-per-insert puts each row on its own line
 
 
@@ -150,6 +154,8 @@ def parse_values(
         .then(pl.col("t").str.slice(2, length - 3))
         .when(up == "NULL")
         .then(None)
+        .when(up == "DEFAULT")
+        .then(pl.lit(DEFAULT_VALUE))
         .when(up.is_in(["TRUE", "FALSE"]))
         .then(pl.col("t").str.to_lowercase())
         .otherwise(pl.col("t"))

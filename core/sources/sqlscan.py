@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# A VALUES item written DEFAULT (pg_dump writes it for a generated column). A NUL byte is never
+# in PostgreSQL text, so this cannot be a value the script spelled out.
+DEFAULT_VALUE = "\x00DEFAULT"
+
 
 class ScriptError(Exception):
     def __init__(self, message: str, line: int, excerpt: str = "") -> None:
@@ -21,6 +25,19 @@ _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 _IDENT_CHARS = _IDENT_START | frozenset("0123456789$")
 _DIGITS = frozenset("0123456789")
 _SPACE = frozenset(" \t\r\n\f\v")
+
+
+def skip_blank(text: str, i: int, *, semicolons: bool = True) -> int:
+    """The first index from i on that is not white space (nor a ';' ending an empty statement).
+
+    Moves forward without copying the rest of the line: after each of many statements on one
+    line, only the blanks before the next one are looked at.
+    """
+    n = len(text)
+    while i < n and (text[i] in _SPACE or (semicolons and text[i] == ";")):
+        i += 1
+    return i
+
 
 class _Find:
     """str.find asked again and again with a start that only grows: the text is scanned once.
@@ -50,20 +67,37 @@ class StatementScanner:
     """Finds the ';' that ends a statement, fed one line after another.
 
     The state (inside a string, a comment, a dollar quote) carries over from line to
-    line, so a statement of a million lines is scanned once, not once per line.
+    line, so a statement of a million lines is scanned once, not once per line. Several
+    statements on one line are fed the same line object at growing offsets: its searches
+    (_Find) are kept, so the line is scanned once whatever the number of statements on it.
+    `escapes` reads plain '...' strings as E'...' ones (standard_conforming_strings off).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, escapes: bool = False) -> None:
         self.mode = _CODE
         self.tag = ""
         self.depth = 0
+        self.escapes = escapes
+        self._line: str | None = None
+        self._finds: tuple[_Find, _Find, _Find, _Find, _Find] | None = None
+        self._tag: _Find | None = None
 
-    def feed(self, line: str) -> int:
-        """Index just after the statement's ';' in this line, or -1 when it goes on."""
-        i, n = 0, len(line)
-        quote, dquote, backslash = _Find(line, "'"), _Find(line, '"'), _Find(line, "\\")
-        opens, closes = _Find(line, "/*"), _Find(line, "*/")
-        tag = _Find(line, self.tag)
+    def reset(self) -> None:
+        """Outside any string or comment again (a new statement starts)."""
+        self.mode, self.depth = _CODE, 0
+
+    def _searches(self, line: str, start: int) -> tuple[_Find, _Find, _Find, _Find, _Find]:
+        # Kept only for a later offset of the same line: _Find needs starts that only grow.
+        if self._finds is None or start == 0 or line is not self._line:
+            self._line, self._tag = line, None
+            self._finds = (_Find(line, "'"), _Find(line, '"'), _Find(line, "\\"), _Find(line, "/*"),
+                           _Find(line, "*/"))
+        return self._finds
+
+    def feed(self, line: str, start: int = 0) -> int:
+        """Index just after the statement's ';' in this line (scanned from `start`), or -1 when it goes on."""
+        i, n = start, len(line)
+        quote, dquote, backslash, opens, closes = self._searches(line, start)
         while i < n:
             mode = self.mode
             if mode in (_STR, _QID):
@@ -92,8 +126,9 @@ class StatementScanner:
                 self.mode, i = _CODE, j + 1
                 continue
             if mode == _DOLLAR:
-                if tag.needle != self.tag:
-                    tag = _Find(line, self.tag)
+                tag = self._tag
+                if tag is None or tag.needle != self.tag:
+                    tag = self._tag = _Find(line, self.tag)
                 j = tag.at(i)
                 if j < 0:
                     return -1
@@ -115,7 +150,8 @@ class StatementScanner:
                 return i + 1
             if c == "'":
                 word_e = i >= 1 and line[i - 1] in "eE" and (i < 2 or line[i - 2] not in _IDENT_CHARS)
-                self.mode = _ESTR if word_e else _STR
+                bits = i >= 1 and line[i - 1] in "bBxX" and (i < 2 or line[i - 2] not in _IDENT_CHARS)
+                self.mode = _ESTR if word_e or (self.escapes and not bits) else _STR
             elif c == '"':
                 self.mode = _QID
             elif c == "-" and line.startswith("--", i):
@@ -196,8 +232,11 @@ def _e_string(body: str, line: int) -> str:
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
-def lex(text: str, line: int) -> list[Token]:
-    """The statement's tokens, comments dropped. Raises on an unterminated literal or comment."""
+def lex(text: str, line: int, escapes: bool = False) -> list[Token]:
+    """The statement's tokens, comments dropped. Raises on an unterminated literal or comment.
+
+    `escapes`: plain '...' strings are read as E'...' ones (standard_conforming_strings off).
+    """
     toks: list[Token] = []
     i, n = 0, len(text)
     while i < n:
@@ -209,6 +248,10 @@ def lex(text: str, line: int) -> list[Token]:
             i = n if j < 0 else j + 1
         elif c == "/" and text.startswith("/*", i):
             i = _skip_block(text, i, line)
+        elif c == "'" and escapes:
+            j = _estring_end(text, i + 1, line)
+            toks.append(Token("string", _e_string(text[i + 1 : j], line), i))
+            i = j + 1
         elif c == "'":
             j = _string_end(text, i + 1, line)
             toks.append(Token("string", text[i + 1 : j].replace("''", "'"), i))
@@ -232,7 +275,7 @@ def lex(text: str, line: int) -> list[Token]:
             else:
                 j = _string_end(text, i + 2, line)
                 body = text[i + 2 : j]
-                toks.append(Token("bits", body if c in "bB" else "x" + body, i))
+                toks.append(Token("bits", body if c in "bB" else _hex_bits(body, line), i))
             i = j + 1
         elif c in _IDENT_START:
             j = i + 1
@@ -263,6 +306,16 @@ def lex(text: str, line: int) -> list[Token]:
             toks.append(Token("punct", c, i))
             i += 1
     return toks
+
+
+def _hex_bits(body: str, line: int) -> str:
+    """X'1F' as PostgreSQL reads it: four bits for each hex digit ('00011111')."""
+    if any(d not in _HEX for d in body):
+        raise ScriptError("invalid hexadecimal digit in a bit-string literal", line, f"X'{body[:60]}'")
+    return "".join(_NIBBLES[d] for d in body)
+
+
+_NIBBLES = {d: format(int(d, 16), "04b") for d in _HEX}
 
 
 def _skip_block(text: str, i: int, line: int) -> int:

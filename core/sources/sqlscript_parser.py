@@ -10,7 +10,10 @@ One pass over the file, linear in its size whatever it holds:
   the first statement it refuses on, is read again the careful way.
 - Everything else goes through sqlscan's hand-written scanner and lexer: data
   statements are loaded, pg_dump's preamble is skipped, anything else is refused with
-  its line before a byte is sent.
+  its line before a byte is sent. `SET standard_conforming_strings = off` makes '...'
+  take backslash escapes from there on (the bulk path then leaves statements holding a
+  backslash to the careful way); pg_dump --disable-triggers' `ALTER TABLE t DISABLE|ENABLE
+  TRIGGER ALL` is accepted and recorded in t's TableInfo.
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from typing import BinaryIO
 import polars as pl
 
 from core.sources.sqlbulk import first_bad, parse_values, rows_to_csv, split_rows
-from core.sources.sqlscan import ScriptError, StatementScanner
+from core.sources.sqlscan import DEFAULT_VALUE, ScriptError, StatementScanner, skip_blank
 from core.sources.sqlscript_blocks import BlockReader
 from core.sources.sqlscript_copy import CopyChunk, copy_block_end
-from core.sources.sqlstatements import CopyStmt, InsertStmt, InsertTarget, Row, classify
+from core.sources.sqlstatements import CopyStmt, InsertStmt, InsertTarget, Row, StdStrings, Triggers, classify
 
 __all__ = [
     "InsertTarget",
@@ -130,6 +133,7 @@ class TableInfo:
     statements: int = 0
     width: int = -1
     on_conflict: bool = False
+    disable_triggers: bool = False  # the script says ALTER TABLE ... DISABLE TRIGGER ALL for it
 
     def describe(self) -> str:
         return f"{self.target.display()} ({self.rows:,} rows)"
@@ -207,7 +211,12 @@ class _Parser:
         # as many after each refusal in a row: a file the bulk path never takes costs it little.
         self.careful_left = self.careful_streak = 0
         self.ignored = 0
-        self.carry: str | None = None  # the rest of a line after a statement's ';'
+        # A line and where its rest starts after a statement's ';' (not a copy of the rest: a line
+        # of many statements would be copied once per statement, quadratic time).
+        self.carry: tuple[str, int] | None = None
+        self.scanner = StatementScanner()
+        self.std_strings = True  # SET standard_conforming_strings = off: '...' takes backslash escapes
+        self.no_triggers: set[tuple[str | None, str]] = set()  # tables named by DISABLE TRIGGER ALL
 
     # -- the main loop -------------------------------------------------------------------
 
@@ -222,10 +231,10 @@ class _Parser:
         r = self.r
         while True:
             if self.carry is not None:
-                text, self.carry = self.carry, None
+                (text, at), self.carry = self.carry, None
                 start, line, fast_ok = r.offset, r.line - 1, False
             else:
-                start, line = r.offset, r.line
+                start, line, at = r.offset, r.line, 0
                 raw = r.readline()
                 if not raw:
                     break
@@ -236,17 +245,22 @@ class _Parser:
                 if head is not None:
                     yield from self._gather(start, line, head)
                     continue
-            stripped = text.strip()
-            if not stripped or stripped.startswith("--"):
+            at = skip_blank(text, at)
+            if at == len(text) or text.startswith("--", at):
                 continue
-            if stripped.startswith("\\"):
+            if text[at].isspace():  # white space beyond SQL's (a no-break space): blank as str.strip says
+                stripped = text[at:].strip()  # copied once: a statement starting so is refused
+                if not stripped or stripped.startswith("--"):
+                    continue
+            if text[at] == "\\":
+                stripped = text[at:].strip()  # the meta-command ends the line: copied once
                 if not stripped.startswith(_META_OK):
                     raise ScriptError("refused psql meta-command", line, stripped)
                 self.ignored += 1
                 continue
             if self.careful_left:
                 self.careful_left -= 1
-            yield from self._careful(text, line, start)
+            yield from self._careful(text, at, line)
         yield from self._take_rows()
 
     def _known_head(self, text: str) -> str | None:
@@ -274,11 +288,15 @@ class _Parser:
         n = len(g.bodies)
         bad_oc = (g.on_conflict != info.on_conflict).arg_true()
         n_ok = int(bad_oc[0]) if len(bad_oc) else n  # a change of ON CONFLICT: the careful way names the line
+        bodies = g.bodies.head(n_ok)
+        if not self.std_strings:  # backslashes escape: bodies holding one are read the careful way
+            bodies = _reread_escaped(bodies, g.on_conflict, head, info.width, line, g.checked)
+            n_ok = len(bodies)
         want = self.want(target)
         if g.checked:
-            rows, per_body = g.bodies, pl.Series("n", [1], dtype=pl.Int64).extend_constant(1, n - 1)
+            rows, per_body = bodies, pl.Series("n", [1] * n_ok, dtype=pl.Int64)
         else:
-            rows, per_body = split_rows(g.bodies.head(n_ok))
+            rows, per_body = split_rows(bodies)
         if n_ok and not g.checked and not (self.trusted and not want):
             n_ok = first_bad(rows, per_body, info.width)
             if n_ok < len(per_body):
@@ -287,7 +305,8 @@ class _Parser:
         if n_ok:
             yield from self._switch(target, info.on_conflict)
             counts = per_body.to_list()
-            if want and self.csv:
+            # A DEFAULT item goes as DEFAULT_VALUE in a frame: the CSV would hold the word as text.
+            if want and self.csv and not rows.str.contains("DEFAULT", literal=True).any():
                 yield from self._take_rows()
                 yield CsvChunk(target, rows, info.width, line, g.first_line.head(n_ok), counts,
                                start + int(g.end[n_ok - 1]), info.on_conflict)
@@ -318,33 +337,44 @@ class _Parser:
 
     # -- the careful way -------------------------------------------------------------------
 
-    def _careful(self, text: str, line: int, start: int) -> Iterator[Chunk]:
-        scanner = StatementScanner()
+    def _careful(self, text: str, at: int, line: int) -> Iterator[Chunk]:
+        """The statement starting at text[at:], read to its ';' (more lines if need be) and handled."""
+        scanner = self.scanner
+        scanner.reset()
+        escapes = scanner.escapes = not self.std_strings
         parts: list[str] = []
         while True:
-            end = scanner.feed(text)
+            end = scanner.feed(text, at)
             if end >= 0:
-                parts.append(text[:end])
-                rest = text[end:]
+                parts.append(text[at:end])
                 break
-            parts.append(text)
+            parts.append(text[at:] if at else text)
+            at = 0
             raw = self.r.readline()
             if not raw:
                 stmt = "".join(parts)
-                if _only_comments(stmt, line):
+                if _only_comments(stmt, line, escapes):
                     return
                 raise ScriptError("unterminated statement at end of file", line, stmt.strip()[:60])
             text = raw.decode(self.encoding)
         stmt = "".join(parts)
-        parsed = classify(stmt, line)
-        if rest.strip() and not rest.strip().startswith("--"):
+        parsed = classify(stmt, line, escapes)
+        rest = skip_blank(text, end, semicolons=False)
+        if rest < len(text) and not text.startswith("--", rest):
             if isinstance(parsed, CopyStmt):
-                raise ScriptError("COPY ... FROM stdin; must end its line", line, rest.strip())
-            self.carry = rest
+                raise ScriptError("COPY ... FROM stdin; must end its line", line, text[rest:].strip())
+            self.carry = (text, rest)
         if isinstance(parsed, InsertStmt):
             yield from self._careful_insert(parsed, line)
         elif isinstance(parsed, CopyStmt):
             yield from self._copy(parsed.target, line)
+        elif isinstance(parsed, StdStrings):
+            self.std_strings = parsed.on
+        elif isinstance(parsed, Triggers):
+            if parsed.disable:
+                self.no_triggers.add(parsed.key)
+                if parsed.key in self.tables:
+                    self.tables[parsed.key].disable_triggers = True
         else:
             self.ignored += 1
 
@@ -352,6 +382,7 @@ class _Parser:
         info = self.tables.get(target.key)
         if info is None:
             info = self.tables[target.key] = TableInfo(target, kind, line)
+            info.disable_triggers = target.key in self.no_triggers
             if target.columns:
                 info.width = len(target.columns)
         elif info.target.columns != target.columns:
@@ -420,10 +451,59 @@ class _Parser:
         self.acc = _Rows(acc.target, acc.on_conflict)
 
 
-def _only_comments(text: str, line: int) -> bool:
+def _reread_escaped(
+    bodies: pl.Series, on_conflict: pl.Series, head: str, width: int, line: int, one_row: bool
+) -> pl.Series:
+    """standard_conforming_strings off: the bodies, those holding a backslash read the careful way.
+
+    A backslash in '...' then escapes, which the bulk path does not read; a body without one
+    means the same either way. A body with one is read by the careful scanner and lexer and
+    written back as standard literals, which the bulk path then reads as they are. The bodies
+    are cut before the first that is not exactly one statement so read (a backslash before a
+    quote may have fooled the quote parity that found it): from there on, the careful way.
+    """
+    from core.sources.sqlgather import OCDN
+
+    idx = bodies.str.contains("\\", literal=True).arg_true().to_list()
+    if not idx:
+        return bodies
+    fixed: list[str] = []
+    for body, oc in zip(bodies.gather(idx).to_list(), on_conflict.gather(idx).to_list()):
+        rows = _escaped_rows(f"{head} {body}{OCDN if oc else ''};", line, width)
+        if rows is None or (one_row and len(rows) != 1):
+            break
+        fixed.append("(" + "),\n\t(".join(", ".join(_literal(v) for v in row) for row in rows) + ")")
+    if fixed:
+        bodies = bodies.scatter(idx[: len(fixed)], fixed)
+    return bodies if len(fixed) == len(idx) else bodies.head(idx[len(fixed)])
+
+
+def _escaped_rows(stmt: str, line: int, width: int) -> list[Row] | None:
+    """The rows of one INSERT read with backslash escapes; None unless it is exactly one such statement."""
+    if StatementScanner(escapes=True).feed(stmt) != len(stmt):
+        return None
+    try:
+        st = classify(stmt, line, escapes=True)
+    except ScriptError:
+        return None
+    if not isinstance(st, InsertStmt) or any(len(row) != width for row in st.rows):
+        return None
+    return st.rows
+
+
+def _literal(value: str | None) -> str:
+    """A value written back as pg_dump writes it with standard_conforming_strings on."""
+    if value is None:
+        return "NULL"
+    if value == DEFAULT_VALUE:
+        return "DEFAULT"
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _only_comments(text: str, line: int, escapes: bool) -> bool:
     from core.sources.sqlscan import lex
 
-    return not lex(text, line)
+    return not lex(text, line, escapes)
 
 
 def scan_script(

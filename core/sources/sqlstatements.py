@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.sources.sqlscan import ScriptError, Token, lex
+from core.sources.sqlscan import DEFAULT_VALUE, ScriptError, Token, lex
 
 Row = list[str | None]
 
@@ -45,11 +45,28 @@ class Ignored:
     pass
 
 
-Statement = InsertStmt | CopyStmt | Ignored
+@dataclass
+class StdStrings:
+    """`SET standard_conforming_strings`: off means plain '...' strings take backslash escapes."""
+
+    on: bool
 
 
-def classify(text: str, line: int) -> Statement:
-    toks = lex(text, line)
+@dataclass
+class Triggers:
+    """`ALTER TABLE t DISABLE|ENABLE TRIGGER ALL;` as pg_dump --disable-triggers writes it around t's data."""
+
+    key: tuple[str | None, str]
+    disable: bool
+
+
+Statement = InsertStmt | CopyStmt | Ignored | StdStrings | Triggers
+_REFUSED = "refused statement (only INSERT ... VALUES and COPY ... FROM stdin are loaded)"
+
+
+def classify(text: str, line: int, escapes: bool = False) -> Statement:
+    """What the statement is; `escapes`: standard_conforming_strings is off."""
+    toks = lex(text, line, escapes)
     excerpt = text.strip()
     if not toks or (len(toks) == 1 and toks[0].text == ";"):
         return Ignored()
@@ -58,9 +75,12 @@ def classify(text: str, line: int) -> Statement:
         return _insert(text, toks, line)
     if first.is_word("COPY"):
         return _copy(toks, line, excerpt)
+    if first.is_word("ALTER"):
+        return _triggers(toks, line, excerpt)
     if _ignorable(toks):
-        return Ignored()
-    raise ScriptError("refused statement (only INSERT ... VALUES and COPY ... FROM stdin are loaded)", line, excerpt)
+        on = _std_strings(toks, line, excerpt)
+        return Ignored() if on is None else StdStrings(on)
+    raise ScriptError(_REFUSED, line, excerpt)
 
 
 class _Cursor:
@@ -183,6 +203,8 @@ def _value(cur: _Cursor) -> str | None:
         value = tok.text + nxt.text
     elif tok.kind == "word" and tok.text.upper() in ("NULL", "TRUE", "FALSE"):
         value = None if tok.text.upper() == "NULL" else tok.text.lower()
+    elif tok.is_word("DEFAULT"):
+        return DEFAULT_VALUE  # no cast: PostgreSQL takes none after DEFAULT either
     elif tok.kind == "word":
         nxt = cur.peek()
         what = "a function call" if nxt is not None and nxt.text == "(" else f"the word {tok.text}"
@@ -251,3 +273,49 @@ def _ignorable(toks: list[Token]) -> bool:
             cur.take()
         return cur.punct(")") and cur.punct(";") and cur.peek() is None
     return False
+
+
+def _triggers(toks: list[Token], line: int, excerpt: str) -> Triggers:
+    """Only `ALTER TABLE [ONLY] name DISABLE|ENABLE TRIGGER ALL;`; any other ALTER is refused."""
+    cur = _Cursor(toks, line, excerpt)
+    cur.take()
+    if not cur.word("TABLE"):
+        raise ScriptError(_REFUSED, line, excerpt)
+    cur.word("ONLY")
+    try:
+        key = _name(cur)
+    except ScriptError:
+        raise ScriptError(_REFUSED, line, excerpt) from None
+    disable = cur.word("DISABLE")
+    if not (disable or cur.word("ENABLE")) or not (cur.word("TRIGGER") and cur.word("ALL")):
+        raise ScriptError(_REFUSED, line, excerpt)
+    if not cur.punct(";") or cur.peek() is not None:
+        raise ScriptError(_REFUSED, line, excerpt)
+    return Triggers(key, disable)
+
+
+_BOOL = {"ON": True, "TRUE": True, "YES": True, "1": True, "DEFAULT": True,
+         "OFF": False, "FALSE": False, "NO": False, "0": False}
+
+
+def _std_strings(toks: list[Token], line: int, excerpt: str) -> bool | None:
+    """The value an ignorable SET or set_config gives standard_conforming_strings, else None."""
+    cur = _Cursor(toks, line, excerpt)
+    if cur.word("SET"):
+        cur.word("SESSION", "LOCAL")
+        if not cur.word("STANDARD_CONFORMING_STRINGS"):
+            return None
+        if not (cur.punct("=") or cur.word("TO")):
+            raise cur.fail("malformed SET standard_conforming_strings")
+    else:  # SELECT [pg_catalog.]set_config('standard_conforming_strings', 'off', false)
+        name = next((t for t in toks if t.kind == "string"), None)
+        if name is None or name.text.lower() != "standard_conforming_strings":
+            return None
+        cur.i = toks.index(name) + 1
+        if not cur.punct(","):
+            raise cur.fail("malformed set_config of standard_conforming_strings")
+    tok = cur.peek()
+    value = tok.text.upper() if tok is not None and tok.kind in ("word", "string", "number") else ""
+    if value not in _BOOL:
+        raise cur.fail("standard_conforming_strings must be on or off")
+    return _BOOL[value]

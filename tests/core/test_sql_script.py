@@ -154,6 +154,10 @@ def _nested_comments(n: int) -> str:
     return "INSERT INTO t VALUES (1);\nINSERT INTO t VALUES (1 " + "/* */ /* " * (n // 9) + ");\n"
 
 
+def _one_line_semicolons(n: int) -> str:
+    return ";" * n + "\nINSERT INTO t VALUES (1);\n"
+
+
 def _parse_seconds(path: str) -> float:
     import time
 
@@ -169,12 +173,37 @@ def _parse_seconds(path: str) -> float:
 
 
 @pytest.mark.parametrize(
-    "make", [_digits, _open_quote, _many_rows, _long_statement, _near_miss, _digit_rows, _backslashes, _nested_comments]
+    "make",
+    [_digits, _open_quote, _many_rows, _long_statement, _near_miss, _digit_rows, _backslashes, _nested_comments,
+     _one_line_semicolons],
 )
 def test_time_per_byte_stays_flat(tmp_path: Path, make: Callable[[int], str]) -> None:
     """Ten times the input takes about ten times as long (generous slack for a noisy machine)."""
     small = _write(tmp_path, make(100_000), "small.sql")
     big = _write(tmp_path, make(1_000_000), "big.sql")
+    t_small, t_big = _parse_seconds(small), _parse_seconds(big)
+    per_byte_small = t_small / Path(small).stat().st_size
+    per_byte_big = t_big / Path(big).stat().st_size
+    assert per_byte_big < 4 * per_byte_small + 2e-8, (make.__name__, t_small, t_big)
+    assert t_big < 20, (make.__name__, t_big)
+
+
+def _one_line_inserts(n: int) -> str:
+    # Many statements on one line: each is read from where the last one ended, the rest never copied.
+    return "INSERT INTO t VALUES (0, 'a');\n" + "INSERT INTO t VALUES (1, 'x');" * (n // 30) + "\n"
+
+
+def _one_line_mixed(n: int) -> str:
+    # The same with E'' strings, comments and dollar quotes, whose searches must not restart at each statement.
+    stmts = "INSERT INTO t VALUES (1, E'\\\\');INSERT INTO t VALUES (2 /* c */, 'y');INSERT INTO t VALUES (3, $$z$$);"
+    return "INSERT INTO t VALUES (0, 'a');\n" + stmts * (n // len(stmts)) + "\n"
+
+
+@pytest.mark.parametrize("make", [_one_line_inserts, _one_line_mixed])
+def test_time_per_byte_stays_flat_with_many_statements_on_one_line(tmp_path: Path, make: Callable[[int], str]) -> None:
+    """As above, with more statements: 2 MB of 30-byte INSERTs on one line took 15 s before (quadratic)."""
+    small = _write(tmp_path, make(200_000), "small.sql")
+    big = _write(tmp_path, make(2_000_000), "big.sql")
     t_small, t_big = _parse_seconds(small), _parse_seconds(big)
     per_byte_small = t_small / Path(small).stat().st_size
     per_byte_big = t_big / Path(big).stat().st_size
