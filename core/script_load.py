@@ -152,6 +152,7 @@ class ScriptLoad:
             job._emit(Phase.FINISHING, force=True)
             for t in self.tables.values():
                 self._move(conn, t)
+            self._triggers(conn, "ENABLE")
             job.cancel.check()
             self.split.commit(conn)
         except Cancelled:
@@ -200,6 +201,14 @@ class ScriptLoad:
             if info.target.columns:
                 names = list(info.target.columns)
             else:
+                computed = [c.name for c in table_columns(conn, ref, generated=True) or [] if c.generated]
+                if computed:
+                    # Its rows go to COPY as they are, DEFAULT included; the general load drops the column.
+                    raise ConfigError(
+                        f"{ref.display()} has generated column{'s' if len(computed) > 1 else ''} "
+                        f"({', '.join(computed)}), which this script's INSERTs fill with DEFAULT: load that table "
+                        "on its own (pick it from the script's tables, or --script-table), or dump with "
+                        "--column-inserts")
                 if info.width > len(cols):
                     raise ConfigError(
                         f"table {ref.display()} has {len(cols)} columns; the script's rows have {info.width}"
@@ -207,6 +216,7 @@ class ScriptLoad:
                 names = [c.name for c in cols[: info.width]]
             self.tables[info.target.key] = _Table(info, ref, names)
         self.split.prepare(conn, self.tables, self._utf8)
+        self._triggers(conn, "DISABLE")
         for t in self.tables.values():
             if self.spec.target.mode is LoadMode.TRUNCATE:
                 conn.execute(sql.SQL("TRUNCATE {}").format(t.ref.ident()))
@@ -269,6 +279,17 @@ class ScriptLoad:
             s.table.staged += n
         else:
             self.job.rows_loaded += n
+
+    def _triggers(self, conn: psycopg.Connection[Any], action: str) -> None:
+        """pg_dump --disable-triggers: the script turns a table's triggers off while its rows load and
+        on again after, as psql would run it, in the load's own transaction (a superuser's right)."""
+        for t in self.tables.values():
+            if getattr(t.info, "disable_triggers", False):
+                if action == "DISABLE":
+                    self.job.on_log(f"the script turns off {t.ref.display()}'s triggers while its rows load "
+                                    "(pg_dump --disable-triggers): so does this load, so its foreign keys are not "
+                                    "checked for them")
+                conn.execute(sql.SQL("ALTER TABLE {} {} TRIGGER ALL").format(t.ref.ident(), sql.SQL(action)))
 
     # -- the end --------------------------------------------------------------------------
 

@@ -129,7 +129,8 @@ class BlockSplit:
         None when a block must stay on one connection: other commit or error settings; truncate
         (its lock would keep the second branch out) or ON CONFLICT (staged on this connection);
         a script decoded from another encoding; a server without client two-phase commit, or
-        Citus. Nor a table with a foreign key (a branch cannot see rows the other one wrote),
+        Citus; a script that disables triggers (its ALTER TABLE locks the table). Nor a table
+        with a foreign key (a branch cannot see rows the other one wrote),
         or one that a table of this script references (its checks would not see the other
         branch's rows).
         """
@@ -139,6 +140,8 @@ class BlockSplit:
         if (spec.commit is not CommitMode.SINGLE or spec.on_error is not ErrorPolicy.ABORT
                 or spec.target.mode is not LoadMode.APPEND or source.on_conflict or not utf8):
             return set()
+        if any(getattr(t.info, "disable_triggers", False) for t in tables.values()):
+            return set()  # ALTER TABLE ... DISABLE TRIGGER locks the table: the other branch would wait
         if source.size <= CACHE_LIMIT:  # the source holds its chunks: the sizes are known
             big = {c.target.key for c in source.load_chunks() if isinstance(c, CopyChunk) and c.length >= SPLIT_BYTES}
         else:
