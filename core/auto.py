@@ -67,10 +67,9 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
         if parallel is not None:
             return parallel
     def typed() -> bool:  # asked only where it decides: it imports polars, which the raw path never needs
-        from core.strategies.arrow_binary import arrow_columns
+        from core.strategies.arrow_binary import typable
 
-        columns = [m.target for m in mp.included(plan.maps)]
-        return arrow_columns(columns, [plan.target_types.get(c, "text") for c in columns]) is not None
+        return typable([plan.target_types.get(m.target, "text") for m in mp.included(plan.maps)])
 
     if local and source.size >= BINARY_MIN_BYTES and typed():
         # Quarter-size batches: each is held as text, typed columns and encoded bytes across three

@@ -153,8 +153,33 @@ class ArrowColumn:
     jsonb: bool = False
 
 
+# The target types with an exact Arrow form (numeric only with a precision, up to 38 digits).
+_FIXED_TYPES = frozenset({
+    "smallint", "integer", "bigint", "double precision", "boolean", "date", "timestamp without time zone",
+    "timestamp with time zone", "time without time zone", "uuid", "text", "character varying", "character",
+    "json", "jsonb",
+})
+
+
+def _binary_form(pg_type: str) -> bool:
+    m = _BASE.match(pg_type.strip().lower())
+    if not m:
+        return False  # arrays, domains spelled with schema, anything unusual
+    if m.group(1) == "numeric":
+        return m.group(3) is not None and int(m.group(3)) <= 38
+    return m.group(1) in _FIXED_TYPES
+
+
+def typable(types: list[str]) -> bool:
+    """Whether arrow_columns() has a form for every type, asked without importing pyarrow: auto
+    decides before the load starts, and pyarrow's import (0.1 s) is better spent beside the reader."""
+    return all(_binary_form(t) for t in types)
+
+
 def arrow_columns(columns: list[str], types: list[str]) -> list[ArrowColumn] | None:
     """One typed column per target column, or None when some type has no exact Arrow form."""
+    if not typable(types):
+        return None
     import pyarrow as pa
 
     fixed: dict[str, tuple[Callable[[pl.Series], pl.Series], Any]] = {
@@ -174,24 +199,18 @@ def arrow_columns(columns: list[str], types: list[str]) -> list[ArrowColumn] | N
         "json": (_text, pa.large_string()),
         "jsonb": (_text, pa.large_string()),
     }
+    assert set(fixed) == _FIXED_TYPES
     out: list[ArrowColumn] = []
     for name, pg_type in zip(columns, types):
         m = _BASE.match(pg_type.strip().lower())
-        if not m:
-            return None  # arrays, domains spelled with schema, anything unusual
+        assert m is not None  # typable() said so
         base = m.group(1)
-        if base == "numeric":
-            if m.group(3) is None:
-                return None  # unconstrained numeric keeps each value's own scale: only text does that
+        if base == "numeric":  # (unconstrained numeric keeps each value's own scale: only text does that)
             p, sc = int(m.group(3)), int(m.group(4) or 0)
-            if p > 38:
-                return None
             out.append(ArrowColumn(name, _numeric(p, sc), pa.decimal128(p, sc)))
-        elif base in fixed:
+        else:
             parse, arrow = fixed[base]
             out.append(ArrowColumn(name, parse, arrow, jsonb=base == "jsonb"))
-        else:
-            return None
     return out
 
 
