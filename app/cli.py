@@ -134,6 +134,9 @@ def spec_from_args(a: argparse.Namespace) -> LoadSpec:
         if is_sql:
             table = _script_table(src)
         else:
+            from core.sources.factory import open_source
+
+            open_source(src)  # a file it cannot read (missing, compressed...) says so before --table is asked for
             raise ConfigError("--table is required")
     elif is_sql and not src.script_table:
         _one_script_table(src)

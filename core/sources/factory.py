@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from core.errors import ConfigError, SourceError
 from core.sources.base import Source
 from core.spec import FORMATS, SourceOptions
 
 
 def open_source(options: SourceOptions) -> Source:
-    from core.sources.sniff import detect_format
+    from core.sources.sniff import compressed, detect_format
 
+    packed = compressed(options.path)
+    if packed is not None:
+        kind, tool = packed
+        raise SourceError(f"the file is {kind}-compressed: expand it first ({tool} {Path(options.path).name})",
+                          path=options.path)
     fmt = options.format
     if fmt is None:
         try:

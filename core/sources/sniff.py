@@ -42,6 +42,23 @@ class CsvDialect:
     empty_null: tuple[int, ...] = ()
 
 
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+               (b"BZh", "bzip2", "bunzip2"), (b"\xfd7zXZ\x00", "xz", "unxz"))
+
+
+def compressed(path: str) -> tuple[str, str] | None:
+    """(kind, the command that expands it) for a compressed file, which no reader here takes."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return None
+    for magic, kind, tool in _COMPRESSED:
+        if head.startswith(magic):
+            return kind, tool
+    return None
+
+
 def detect_format(path: str) -> str:
     ext = Path(path).suffix.lower()
     if ext in _EXT:

@@ -141,3 +141,14 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr and out.stdout.startswith("auto")
+
+
+@pytest.mark.parametrize("name", ["dump.sql.gz", "data.csv"])
+def test_a_compressed_file_says_so(name: str, dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A gzipped dump once got "--table is required" (its name does not end in .sql)."""
+    import gzip
+
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(b"a,b\n1,2\n"))
+    assert main(["load", str(path), "--dsn", dsn]) == 2
+    assert f"gzip-compressed: expand it first (gunzip {name})" in capsys.readouterr().err
