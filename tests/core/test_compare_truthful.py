@@ -70,14 +70,16 @@ END $$
 
 def _fastest_into_real_table(conn: psycopg.Connection[Any], dsn: str, path: Path, table: str,
                              strategies: list[str]) -> str:
-    times: dict[str, float] = {}
-    for strategy in strategies:
-        conn.execute(sql.SQL("TRUNCATE {}").format(_ident(table)))
-        spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.APPEND), strategy=strategy,
-                        batch_rows=5000, dsn=dsn)
-        t = time.perf_counter()
-        LoadJob(spec).run()
-        times[strategy] = time.perf_counter() - t
+    """The best of three interleaved runs each: one run's hiccup on a shared machine once ranked them wrong."""
+    times: dict[str, float] = {s: float("inf") for s in strategies}
+    for _ in range(3):
+        for strategy in strategies:
+            conn.execute(sql.SQL("TRUNCATE {}").format(_ident(table)))
+            spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.APPEND), strategy=strategy,
+                            batch_rows=5000, dsn=dsn)
+            t = time.perf_counter()
+            LoadJob(spec).run()
+            times[strategy] = min(times[strategy], time.perf_counter() - t)
     return min(times, key=lambda s: times[s])
 
 
@@ -95,7 +97,7 @@ def test_the_labs_first_place_is_the_fastest_into_the_real_table(
                              "EXECUTE FUNCTION sluice_test_copy_tax()").format(_ident(table)))
     strategies = ["copy-csv", "unnest"]
     base = LoadSpec(SourceOptions(str(path)), TargetSpec(table), dsn=dsn)
-    report = run_compare(CompareSpec(base, strategies, batch_rows=[5000], repeat=1))
+    report = run_compare(CompareSpec(base, strategies, batch_rows=[5000], repeat=3))
     lab_first = max(report.results, key=lambda r: r.median_rows_per_s).strategy
     assert lab_first == _fastest_into_real_table(conn, dsn, path, table, strategies)
     assert lab_first == ("unnest" if copy_taxed else "copy-csv")
