@@ -9,7 +9,7 @@ import csv
 from typing import Any, Protocol
 
 from PySide6.QtCore import QModelIndex, QObject, QSortFilterProxyModel, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette, QShowEvent
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from core.compare import CompareReport, CompareResult, describe, run_compare
 from core.spec import LoadSpec
 from core.strategies.base import get_strategy
+from ui import progress_bar
 from ui.compare.charts import CompareCharts
 from ui.compare.form import CompareForm, parse_counts
 from ui.compare.model import SORT_ROLE, CompareModel
@@ -52,7 +53,6 @@ class CompareHost(Protocol):
 
 
 IDLE_STATUS = "Each run loads a scratch copy of the target table; the table itself is never touched."
-FAILED_COLOUR = "#b00020"
 
 
 class _Relay(QObject):
@@ -265,20 +265,14 @@ class CompareTab(QWidget):
 
     def _show_idle(self) -> None:
         self._status_of = None
-        self.progress.setPalette(QPalette())
+        progress_bar.plain_colours(self.progress)
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.progress.setFormat("idle")
         self.status.setText(IDLE_STATUS)
 
     def _show_failed_bar(self, text: str) -> None:
-        """An empty bar saying what failed in red: not a full blue "done"."""
-        self.progress.setValue(0)
-        self.progress.setFormat(text)
-        pal = self.progress.palette()
-        for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText):
-            pal.setColor(role, QColor(FAILED_COLOUR))
-        self.progress.setPalette(pal)
+        progress_bar.show_failed(self.progress, text)
 
     def _on_redraw_timeout(self) -> None:
         self.charts.show_sessions(self.shown_sessions())
@@ -306,7 +300,7 @@ class CompareTab(QWidget):
                                  rows=self.form.rows_measured(source_rows) if source_rows is not None else None)
         self._running = session
         self._status_of = session
-        self.progress.setPalette(QPalette())
+        progress_bar.plain_colours(self.progress)
         self.sessions_box.add(session)
         self._generation += 1
         gen, relay = self._generation, self._relay

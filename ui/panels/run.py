@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFontDatabase, QPalette
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
@@ -21,10 +21,9 @@ from PySide6.QtWidgets import (
 )
 
 from core.events import Progress, human_seconds
+from ui import progress_bar
 from ui.charts import ThroughputChart
 from ui.table_models import RejectsModel
-
-FAILED_COLOUR = "#b00020"
 
 
 class RunPanel(QGroupBox):
@@ -143,15 +142,10 @@ class RunPanel(QGroupBox):
 
     def show_failed(self, text: str) -> None:
         """A run that failed: an empty bar saying so in red, never a full "done"-looking one."""
-        self.progress.setValue(0)
-        self.progress.setFormat(text)
-        pal = self.progress.palette()
-        for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText):
-            pal.setColor(role, QColor(FAILED_COLOUR))
-        self.progress.setPalette(pal)
+        progress_bar.show_failed(self.progress, text)
 
     def clear_for_run(self) -> None:
-        self.progress.setPalette(QPalette())  # back to the style's colours after a failed run
+        progress_bar.plain_colours(self.progress)
         self.progress.setValue(0)
         self.progress.setFormat("starting…")
         self.summary.setText("")
