@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,7 +15,6 @@ from psycopg import sql
 from core.job import LoadJob, LoadResult
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
-DUMP_DSN = os.environ.get("SLUICE_TEST_DSN", "host=127.0.0.1 port=5432 dbname=test user=postgres")
 SHAPES = {
     "plain": [],
     "inserts": ["--inserts"],
@@ -46,18 +43,6 @@ SELECT i,
   CASE WHEN i % 3 = 0 THEN NULL ELSE jsonb_build_object('k', i, 's', 'a''b, c') END,
   'v' || (i % 100)
 FROM generate_series(1, {n}) AS i"""
-
-
-@pytest.fixture(scope="module")
-def dump_server() -> str:
-    if shutil.which("pg_dump") is None:
-        pytest.skip("no pg_dump binary")
-    try:
-        with psycopg.connect(DUMP_DSN, connect_timeout=3) as c:
-            c.execute("SELECT 1")
-    except psycopg.Error:
-        pytest.skip("no server for pg_dump at " + DUMP_DSN)
-    return DUMP_DSN
 
 
 def make_source(conn: psycopg.Connection[Any], name: str, rows: int) -> None:
