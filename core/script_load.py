@@ -30,7 +30,7 @@ from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProb
 from core.events import Phase
 from core.script_split import BlockSplit
 from core.sources.sql_source import CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
-from core.sources.sqlscript_parser import Chunk, TableInfo
+from core.sources.sqlscript_chunks import Chunk, TableInfo
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 
 if TYPE_CHECKING:

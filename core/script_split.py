@@ -26,7 +26,7 @@ from core.errors import Cancelled, LoadFailed
 from core.events import Phase
 from core.protocols.two_phase import LOCK_TIMEOUT, LOCK_WAIT, TwoPhaseGroup
 from core.sources.sql_source import CACHE_LIMIT, CopyChunk, SqlScriptSource
-from core.sources.sqlscript_parser import Chunk
+from core.sources.sqlscript_chunks import Chunk
 from core.spec import CommitMode, ErrorPolicy, LoadMode
 
 if TYPE_CHECKING:

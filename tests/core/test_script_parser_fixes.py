@@ -17,7 +17,8 @@ from psycopg.conninfo import make_conninfo
 from core.sources import sqlscript_parser
 from core.sources.sql_source import SqlScriptSource
 from core.sources.sqlscan import DEFAULT_VALUE
-from core.sources.sqlscript_parser import CsvChunk, ParsedChunk, ScriptError, iter_script, list_tables, scan_script
+from core.sources.sqlscript_chunks import CsvChunk, ParsedChunk
+from core.sources.sqlscript_parser import ScriptError, iter_script, list_tables, scan_script
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 Rows = list[list[str | None]]
