@@ -25,21 +25,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.db import TableRef
-from core.mapping import match_by_name
 from core.preview import (
     SourceInfo,
     TableSize,
-    ddl_preview,
     inspect_source,
-    inspect_table,
-    table_size,
 )
-from core.script_mapping import positional_maps
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from ui.compare_tab import CompareTab
 from ui.foresight import Foresight
 from ui.layout import scrolled
+from ui.mapping_controller import MappingController
 from ui.panels.mapping import MappingPanel
 from ui.panels.run import RunPanel
 from ui.panels.source import SourcePanel
@@ -77,7 +72,6 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1500, 940)
         self._generation = 0  # previews of older generations are ignored
-        self._mapping_gen = 0  # the newest mapping request; older table look-ups are dropped
         self._bg = Background(self, self.on_background_failed)
         self.source_info: SourceInfo | None = None
         self.target_size: TableSize | None = None  # the existing target's rows, looked up with its columns
@@ -88,6 +82,7 @@ class MainWindow(QMainWindow):
         self.history_view.setModel(self.history)
         self.profiles = ProfileActions(self)
         self.targets = TargetController(self)
+        self.maps = MappingController(self)
         self._wire()
         self._build_menus()
         self.foresight = Foresight(self)  # the plan for the next run, said before it starts
@@ -280,7 +275,7 @@ class MainWindow(QMainWindow):
             self._propose_table = False
             first = o.script_table or (info.script_tables[0][0] if info.script_tables else None)
             self.target_panel.set_table_quietly(first.split(".")[-1] if first else table_name_for(o.path))
-        self._rebuild_mapping()
+        self.maps.rebuild()
         self.strategy_panel.allow_scripts(o.format == "sql")
         self.source_ready.emit()
 
@@ -303,120 +298,25 @@ class MainWindow(QMainWindow):
     # -- target table and mapping ------------------------------------------------------------
 
     def _on_table_changed(self, _text: str) -> None:
-        self._rebuild_mapping()
-
-    def _rebuild_mapping(self) -> None:
-        info = self.source_info
-        if info is None:
-            return
-        table = self.table_combo.currentText().strip()
-        exists = self.table_exists()
-        samples = {c: (None if info.sample.height == 0 else info.sample[c][0]) for c in info.columns}
-        samples = {k: (None if v is None else str(v)) for k, v in samples.items()}
-        self._mapping_gen += 1
-        gen = self._mapping_gen
-        if not exists:
-            self._mapping_pending = False
-            self.target_size = None
-            self._set_mapping(self._new_table_maps(info), samples, info, None)
-            if table:
-                # A script's tables load together into tables that exist: append.
-                several = self.source_panel.all_script_tables()
-                self.mode_combo.setCurrentText((LoadMode.APPEND if several else LoadMode.CREATE).value)
-            return
-        # Onto an existing table: by name only (never by position, but for a script's unnamed columns).
-        ref, dsn = TableRef(table, self.schema_combo.currentText() or None), self.targets.dsn()
-
-        def look(*_a: Any) -> tuple[Any, TableSize | None]:
-            return inspect_table(dsn, ref), table_size(dsn, ref)
-
-        def on_columns(got: tuple[Any, TableSize | None]) -> None:
-            if gen != self._mapping_gen:
-                return  # the user moved on to another table or file
-            cols, self.target_size = got
-            self._mapping_pending = False
-            if cols is None:
-                self._set_mapping(self._new_table_maps(info), samples, info, None)
-                return
-            # A script's INSERTs without a column list fill the table's columns in order.
-            maps = (positional_maps(info.columns, cols) if info.script_tables else None) or match_by_name(
-                info.columns, cols)
-            self._set_mapping(maps, samples, info, [(c.name, c.type) for c in cols])
-
-        self._mapping_pending = True
-        self.background(look, on_columns, self._on_mapping_failed)
-        if self.mode_combo.currentText() == LoadMode.CREATE.value:
-            self.mode_combo.setCurrentText(LoadMode.APPEND.value)
-
-    _mapping_pending = False  # the existing table's columns are on their way: a run waits for them
+        self.maps.rebuild()
 
     def table_exists(self) -> bool:
-        """Whether the target table is in the database's list (as last read from the server)."""
-        table = self.table_combo.currentText().strip()
-        db = self.targets.db
-        return bool(db and table and table in db.tables.get(self.schema_combo.currentText() or "public", []))
+        return self.maps.table_exists()
 
     def missing_script_tables(self) -> list[str]:
-        """All of a script's tables picked: those the database's list does not have (empty when not known)."""
-        info, db = self.source_info, self.targets.db
-        if info is None or db is None or not self.source_panel.all_script_tables():
-            return []
-        missing = []
-        for name, _rows in info.script_tables:
-            schema, _, table = name.rpartition(".")
-            if table not in db.tables.get(schema or "public", []):
-                missing.append(name)
-        return missing
+        return self.maps.missing_script_tables()
 
     def table_created(self) -> None:
-        """A create-mode load made the target: it is known at once, and the next run appends."""
-        db = self.targets.db
-        table = self.table_combo.currentText().strip()
-        if db is not None and not self.table_exists():
-            db.tables.setdefault(self.schema_combo.currentText() or "public", []).append(table)
-            self.target_panel.show_tables(db.tables[self.schema_combo.currentText() or "public"])
-        self._rebuild_mapping()  # onto the table now: its columns, its size, and mode append
-
-    def _on_mapping_failed(self, message: str) -> None:
-        self._mapping_pending = False
-        self.on_background_failed(message)
+        self.maps.table_created()
 
     def after_mapping(self, action: Any) -> bool:
-        """Run `action` once the pending mapping arrives (True), or say there is none pending (False)."""
-        if not self._mapping_pending:
-            return False
-        self.progress.setFormat("waiting for the table's columns…")
-        self.mapping_ready.connect(action, Qt.ConnectionType.SingleShotConnection)
-        return True
-
-    @staticmethod
-    def _new_table_maps(info: SourceInfo) -> list[ColumnMap]:
-        return [ColumnMap(target=c, source=c, type=t) for c, t in zip(info.columns, info.types)]
-
-    def _set_mapping(
-        self, maps: list[ColumnMap], samples: dict[str, str | None], info: SourceInfo | None = None,
-        table: list[tuple[str, str]] | None = None,
-    ) -> None:
-        """Show a mapping (the user's edits laid over it); `table`: the existing target's columns."""
-        self.mapping.set_mapping(maps, samples, info.sample if info is not None else None, table)
-        self._on_mapping_changed()
-        self.mapping_ready.emit()
+        return self.maps.after(action)
 
     def reset_mapping(self) -> None:
-        """Forget the user's edits: back to what the file and the table suggest."""
-        self.mapping.reset_edits()
-        self._rebuild_mapping()
-        self.run_panel.log_line("mapping reset to the suggested one")
+        self.maps.reset()
 
     def _on_mapping_changed(self, *_args: Any) -> None:
-        self.ddl_edit.setEnabled(self.mode_combo.currentText() == LoadMode.CREATE.value)  # used in create mode only
-        self.mapping_panel.show_unmatched(self.mapping.unmatched())
-        table = self.table_combo.currentText().strip()
-        if table and self.mapping.maps and any(m.include for m in self.mapping.maps):
-            try:
-                self.ddl_edit.setPlainText(ddl_preview(TableRef(table, self.targets.schema()), self.mapping.maps))
-            except Exception as exc:  # noqa: BLE001 - a bad type name typed by the user
-                self.ddl_edit.setPlainText(f"-- {exc}")
+        self.maps.changed()
 
     # -- the load spec ------------------------------------------------------------------------
 
@@ -472,7 +372,7 @@ class MainWindow(QMainWindow):
                 c: (None if info.sample[c][0] is None else str(info.sample[c][0])) for c in info.columns}
             self.mapping.reset_edits()
             self.mapping.adopt_edits(cols)  # the profile's choices are the user's: they survive a rebuild
-            self._set_mapping([ColumnMap(**vars(c)) for c in cols], samples, info, self.mapping.table())
+            self.maps.show([ColumnMap(**vars(c)) for c in cols], samples, info, self.mapping.table())
 
     # -- public actions (tests, menus and the Compare tab use these) ------------------------------
 

@@ -1,0 +1,149 @@
+"""The mapping controller: how the window's file maps onto its target table.
+
+It is built again when the file or the table changes: a new table takes the file's columns
+and inferred types; an existing one is read on a background worker (its columns and its
+size) and matched by name, or by position for a script's unnamed columns. The user's edits
+are laid over it (core of that in table_models.MappingModel), and a new table's DDL follows.
+The window owns the panels and the mapping_ready signal, like TargetController.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Qt
+
+from core.db import TableRef
+from core.mapping import match_by_name
+from core.preview import SourceInfo, TableSize, ddl_preview, inspect_table, table_size
+from core.script_mapping import positional_maps
+from core.spec import ColumnMap, LoadMode
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+
+
+class MappingController(QObject):
+    """Builds, watches and resets the mapping of the window's file onto its target table."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.w = window
+        self._gen = 0  # the newest mapping request; older table look-ups are dropped
+        self.pending = False  # the existing table's columns are on their way: a run waits for them
+
+    def rebuild(self) -> None:
+        w = self.w
+        info = w.source_info
+        if info is None:
+            return
+        table = w.table_combo.currentText().strip()
+        exists = self.table_exists()
+        samples = {c: (None if info.sample.height == 0 else info.sample[c][0]) for c in info.columns}
+        samples = {k: (None if v is None else str(v)) for k, v in samples.items()}
+        self._gen += 1
+        gen = self._gen
+        if not exists:
+            self.pending = False
+            w.target_size = None
+            self.show(new_table_maps(info), samples, info, None)
+            if table:
+                # A script's tables load together into tables that exist: append.
+                several = w.source_panel.all_script_tables()
+                w.mode_combo.setCurrentText((LoadMode.APPEND if several else LoadMode.CREATE).value)
+            return
+        # Onto an existing table: by name only (never by position, but for a script's unnamed columns).
+        ref, dsn = TableRef(table, w.schema_combo.currentText() or None), w.targets.dsn()
+
+        def look(*_a: Any) -> tuple[Any, TableSize | None]:
+            return inspect_table(dsn, ref), table_size(dsn, ref)
+
+        def on_columns(got: tuple[Any, TableSize | None]) -> None:
+            if gen != self._gen:
+                return  # the user moved on to another table or file
+            cols, w.target_size = got
+            self.pending = False
+            if cols is None:
+                self.show(new_table_maps(info), samples, info, None)
+                return
+            # A script's INSERTs without a column list fill the table's columns in order.
+            maps = (positional_maps(info.columns, cols) if info.script_tables else None) or match_by_name(
+                info.columns, cols)
+            self.show(maps, samples, info, [(c.name, c.type) for c in cols])
+
+        self.pending = True
+        w.background(look, on_columns, self._failed)
+        if w.mode_combo.currentText() == LoadMode.CREATE.value:
+            w.mode_combo.setCurrentText(LoadMode.APPEND.value)
+
+    def table_exists(self) -> bool:
+        """Whether the target table is in the database's list (as last read from the server)."""
+        w = self.w
+        table = w.table_combo.currentText().strip()
+        db = w.targets.db
+        return bool(db and table and table in db.tables.get(w.schema_combo.currentText() or "public", []))
+
+    def missing_script_tables(self) -> list[str]:
+        """All of a script's tables picked: those the database's list does not have (empty when not known)."""
+        info, db = self.w.source_info, self.w.targets.db
+        if info is None or db is None or not self.w.source_panel.all_script_tables():
+            return []
+        missing = []
+        for name, _rows in info.script_tables:
+            schema, _, table = name.rpartition(".")
+            if table not in db.tables.get(schema or "public", []):
+                missing.append(name)
+        return missing
+
+    def table_created(self) -> None:
+        """A create-mode load made the target: it is known at once, and the next run appends."""
+        w = self.w
+        db = w.targets.db
+        table = w.table_combo.currentText().strip()
+        if db is not None and not self.table_exists():
+            db.tables.setdefault(w.schema_combo.currentText() or "public", []).append(table)
+            w.target_panel.show_tables(db.tables[w.schema_combo.currentText() or "public"])
+        self.rebuild()  # onto the table now: its columns, its size, and mode append
+
+    def _failed(self, message: str) -> None:
+        self.pending = False
+        self.w.on_background_failed(message)
+
+    def after(self, action: Any) -> bool:
+        """Run `action` once the pending mapping arrives (True), or say there is none pending (False)."""
+        if not self.pending:
+            return False
+        self.w.progress.setFormat("waiting for the table's columns…")
+        self.w.mapping_ready.connect(action, Qt.ConnectionType.SingleShotConnection)
+        return True
+
+    def show(
+        self, maps: list[ColumnMap], samples: dict[str, str | None], info: SourceInfo | None = None,
+        table: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """Show a mapping (the user's edits laid over it); `table`: the existing target's columns."""
+        self.w.mapping.set_mapping(maps, samples, info.sample if info is not None else None, table)
+        self.changed()
+        self.w.mapping_ready.emit()
+
+    def reset(self) -> None:
+        """Forget the user's edits: back to what the file and the table suggest."""
+        self.w.mapping.reset_edits()
+        self.rebuild()
+        self.w.run_panel.log_line("mapping reset to the suggested one")
+
+    def changed(self) -> None:
+        w = self.w
+        w.ddl_edit.setEnabled(w.mode_combo.currentText() == LoadMode.CREATE.value)  # used in create mode only
+        w.mapping_panel.show_unmatched(w.mapping.unmatched())
+        table = w.table_combo.currentText().strip()
+        if table and w.mapping.maps and any(m.include for m in w.mapping.maps):
+            try:
+                w.ddl_edit.setPlainText(ddl_preview(TableRef(table, w.targets.schema()), w.mapping.maps))
+            except Exception as exc:  # noqa: BLE001 - a bad type name typed by the user
+                w.ddl_edit.setPlainText(f"-- {exc}")
+
+
+def new_table_maps(info: SourceInfo) -> list[ColumnMap]:
+    """A new table: the file's columns with the types inferred from its sample."""
+    return [ColumnMap(target=c, source=c, type=t) for c, t in zip(info.columns, info.types)]
