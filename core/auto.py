@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.batch_size import byte_sized, row_width
 from core.spec import CommitMode, ErrorPolicy
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
 AUTO = "auto"
 WIDE_ROW_BYTES = 4096  # above this, per-row work on the server (TOAST) dominates, not parsing
-BATCH_BYTES = 8 << 20  # a batch of about this many bytes: few round trips, bounded memory
 # Below this, a second stream's start-up (connection, cut-finding) costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_BATCH_ROWS = 100_000  # parsed fall-back batches only: the streams read byte ranges
@@ -48,7 +48,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
 
     source = plan.source
     width = row_width(source.path, source.size) if source.format in ("csv", "tsv", "sql") else 0
-    batch = _batch_rows(width)
+    batch = byte_sized(width)
     local = server_is_local(ctl)
     if source.format == "sql":
         return Choice("copy-csv", batch, 1, "an SQL script: its rows are parsed column-wise and sent with one COPY "
@@ -75,7 +75,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
         # Quarter-size batches: each is held as text, typed columns and encoded bytes across three
         # stages, and a 1 GB file must stay under 300 MB.
         size = f"{source.size / 1e6:,.0f} MB"
-        return Choice("copy-binary", max(1_000, batch // 4), 1,
+        return Choice("copy-binary", byte_sized(width, stages=4), 1,
                       f"every column has an exact binary form and the file is large ({size}): binary COPY "
                       "spares the server its text parsing, and the client's typing and encoding run on the "
                       "other core")
@@ -125,23 +125,6 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
                   f"a large CSV file ({plan.source.size / 1e6:,.0f} MB) mapped column for column onto a server on "
                   f"this machine: {workers} streams read their own byte ranges of it, so the server parses on "
                   f"{workers} cores, each row written once", target=info)
-
-
-def _batch_rows(width: int) -> int:
-    return max(1_000, min(100_000, BATCH_BYTES // max(1, width or 100)))
-
-
-def row_width(path: Any, size: int) -> int:
-    """Average bytes per line in the file's first megabyte (0 when it cannot tell)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
-    except OSError:
-        return 0
-    lines = head.count(b"\n")
-    if not lines:
-        return len(head) if size <= len(head) else size
-    return len(head) // lines
 
 
 def server_is_local(ctl: psycopg.Connection[Any]) -> bool:

@@ -34,6 +34,7 @@ from core import checkpoint as ck
 from core import explain, janitor, stages
 from core import mapping as mp
 from core.auto import AUTO, Choice, choose
+from core.batch_size import row_width
 from core.cancel import CancelToken
 from core.db import connect, resolve_dsn, strip_password, table_columns
 from core.diagnose import server_reason
@@ -164,7 +165,7 @@ class LoadJob:
         else:
             protocol = "staged" if single.staged_load(cls, self.spec.target.mode, None) else "single"
         reasons = [r for r in (self.chosen.reason if self.chosen else "", self.reason) if r]
-        return Foresight(cls.id, self.spec.batch_rows, self.spec.workers if cls.takes_workers else 1, protocol,
+        return Foresight(cls.id, self.spec.rows_per_batch, self.spec.workers if cls.takes_workers else 1, protocol,
                          "; ".join(reasons), auto=self.chosen is not None)
 
     def _settle(self, ctl: psycopg.Connection[Any]) -> tuple[Plan, type[Strategy]]:
@@ -178,6 +179,8 @@ class LoadJob:
                                        workers=self.chosen.workers)
             cls = get_strategy(spec.strategy)
             self.on_log(f"auto chose {cls.id} (batches of {spec.batch_rows:,} rows): {self.chosen.reason}")
+        if spec.batch_rows is None:
+            self.spec = spec = replace(spec, batch_rows=self._default_batch(cls, plan))
         if cls.script_only and plan.source.format != "sql":
             raise ConfigError(f"{cls.id} replays INSERT scripts; the source is {plan.source.format}")
         self._check_combination(cls)
@@ -185,6 +188,13 @@ class LoadJob:
         self._say_unloaded(plan)
         self._choose_protocol(cls, ctl, plan)  # refuses what cannot work there, before anything is sent
         return plan, cls
+
+    @staticmethod
+    def _default_batch(cls: type[Strategy], plan: Plan) -> int:
+        """The strategy's own batch size for this file's rows, when the user named none."""
+        source = plan.source
+        width = row_width(source.path, source.size) if source.format in ("csv", "tsv", "sql") else 0
+        return cls.default_batch_rows(width)
 
     def _run_job(self) -> LoadResult:
         self._t0 = time.monotonic()
@@ -195,7 +205,8 @@ class LoadJob:
             spec = self.spec
             source = plan.source
             self.bytes_total = source.size
-            self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}")
+            size = f" (batches of {spec.rows_per_batch:,} rows)" if cls.batch_sized and not self.chosen else ""
+            self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}{size}")
             for cleaned in janitor.sweep(ctl):
                 self.on_log(cleaned)
             if source.format == "sql":
@@ -277,7 +288,7 @@ class LoadJob:
     def _check_settings(self, plan: Plan) -> None:
         """Settings that would fail the load after rows were sent: refused before anything is."""
         spec = self.spec
-        if spec.batch_rows < 1 or spec.workers < 1:
+        if spec.rows_per_batch < 1 or spec.workers < 1:
             raise ConfigError(f"batch rows and workers must be at least 1 (got {spec.batch_rows} and {spec.workers})")
         if spec.on_error is ErrorPolicy.SKIP:
             path = Path(spec.reject_file or f"{plan.source.path}.rejects.csv")

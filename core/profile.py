@@ -51,6 +51,13 @@ def save(spec: LoadSpec, path: str | Path, extra: dict[str, Any] | None = None) 
     Path(path).write_text(to_toml(spec, extra), encoding="utf-8")
 
 
+def _rows(value: object) -> int | None:
+    """A profile's batch size; none given: sized for the strategy when the load starts."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ConfigError(f"profile [load] batch_rows must be a whole number (got {value!r})")
+
+
 def _pick(cls: type, data: dict[str, Any], section: str) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     unknown = set(data) - names
@@ -82,7 +89,7 @@ def from_toml(text: str, *, base_dir: Path | None = None) -> tuple[LoadSpec, dic
             source=src,
             target=target,
             strategy=load.pop("strategy", "copy-csv"),
-            batch_rows=int(load.pop("batch_rows", 10_000)),
+            batch_rows=_rows(load.pop("batch_rows", None)),
             workers=int(load.pop("workers", 2)),
             commit=CommitMode(load.pop("commit", "single")),
             on_error=ErrorPolicy(load.pop("on_error", "abort")),

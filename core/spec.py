@@ -72,7 +72,9 @@ class LoadSpec:
     source: SourceOptions
     target: TargetSpec
     strategy: str = "auto"  # or a strategy id; auto picks one from the source and the target
-    batch_rows: int = 10_000
+    # None: sized for the strategy and the file's rows when the load starts (LoadJob settles it;
+    # Strategy.default_batch_rows): bytes for a COPY stream, 10,000 rows for the others.
+    batch_rows: int | None = None
     workers: int = 2
     commit: CommitMode = CommitMode.SINGLE
     on_error: ErrorPolicy = ErrorPolicy.ABORT
@@ -81,3 +83,10 @@ class LoadSpec:
     reject_limit_pct: float | None = None  # ... or more than this percentage
     columns: list[ColumnMap] | None = None  # None: every source column as it is
     dsn: str | None = None  # None: the embedded server; never holds a password
+
+    @property
+    def rows_per_batch(self) -> int:
+        """batch_rows once the load has settled it (a spec nobody settled: 10,000)."""
+        from core.batch_size import DEFAULT_BATCH_ROWS
+
+        return self.batch_rows if self.batch_rows is not None else DEFAULT_BATCH_ROWS

@@ -120,7 +120,7 @@ def stream_skipping(
     assert rejects is not None
     if conn is not None and strategy.transactional:
         conn.execute("SELECT 1")  # open the transaction, so transaction() below makes savepoints
-    for batch in plan.source.batches_with_bad(job.spec.batch_rows):
+    for batch in plan.source.batches_with_bad(job.spec.rows_per_batch):
         job.cancel.check()
         plan.source.check_unchanged()
         # Malformed records (ragged, undecodable, ...) come before the batch's rows.
@@ -185,7 +185,7 @@ def write_row_commits(
 def replay(
     job: LoadJob, plan: Plan) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
     try:
-        for batch in plan.source.batches(max(1, job.spec.batch_rows)):
+        for batch in plan.source.batches(max(1, job.spec.rows_per_batch)):
             job.cancel.check()
             yield batch.first_row, mp.apply(batch.frame, plan.maps).rows()
     except SourceError:
@@ -199,7 +199,7 @@ def read_ahead(job: LoadJob, plan: Plan) -> Prefetch[Batch]:
     # The CLI defers polars' import to its first use (app/lazy_imports.py), which must not
     # happen on two threads at once: the reader's and this one's. Load it here, first.
     polars.DataFrame  # noqa: B018 - the attribute access is what loads it
-    return Prefetch(plan.source.batches(job.spec.batch_rows)).start()
+    return Prefetch(plan.source.batches(job.spec.rows_per_batch)).start()
 
 
 def stream_batches(
@@ -215,7 +215,7 @@ def stream_batches(
     # Three stages at once: a reader thread parses the next batches, an encoder thread maps
     # and encodes the ones before, and this thread sends (polars, pgpq's buffers and socket
     # writes release the GIL, so each stage takes a core when the server leaves one).
-    with ahead or Prefetch(plan.source.batches(job.spec.batch_rows)) as parsed, \
+    with ahead or Prefetch(plan.source.batches(job.spec.rows_per_batch)) as parsed, \
             Prefetch(encode(iter(parsed)), name="sluice-encoder") as batches:
         for batch, mapped, prepared in batches:
             job.cancel.check()

@@ -63,7 +63,7 @@ def run_per_batch(
     loaded_before = earlier.rows_loaded if earlier else 0
     skip = spec.on_error is ErrorPolicy.SKIP
     ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
-                       batch_rows=max(1, spec.batch_rows), workers=max(1, spec.workers), cancel=job.cancel,
+                       batch_rows=max(1, spec.rows_per_batch), workers=max(1, spec.workers), cancel=job.cancel,
                        log=job.on_log)
     raw = (cls.streams_raw_csv and not skip and common.source_is_csv(plan.source)
            and mp.is_identity(plan.maps, plan.source.columns()) and not job._no_raw)

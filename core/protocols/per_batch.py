@@ -72,7 +72,7 @@ def run_per_batch(
     stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}") if mode is LoadMode.UPSERT else None
     ctx = WriteContext(
         dsn=dsn, table=stage or ref, columns=targets, types=[types[t] for t in targets],
-        batch_rows=max(1, spec.batch_rows), workers=1, cancel=job.cancel, log=job.on_log,
+        batch_rows=max(1, spec.rows_per_batch), workers=1, cancel=job.cancel, log=job.on_log,
     )
     if spec.on_error is ErrorPolicy.SKIP:
         job._rejects = RejectWriter(
@@ -145,7 +145,7 @@ def commit_batches(
     assert conn is not None
     ref, rejects = plan.target, job._rejects
     batches = plan.source.batches_with_bad if rejects is not None else plan.source.batches
-    for batch in batches(job.spec.batch_rows, skip_rows=job.rows_read):
+    for batch in batches(job.spec.rows_per_batch, skip_rows=job.rows_read):
         job.cancel.check()
         plan.source.check_unchanged()
         mapped = mp.apply(batch.frame, plan.maps)

@@ -94,7 +94,7 @@ def run(
             table=write_ref,
             columns=targets,
             types=[types[t] for t in targets],
-            batch_rows=max(1, spec.batch_rows),
+            batch_rows=max(1, spec.rows_per_batch),
             workers=max(1, spec.workers),
             cancel=job.cancel,
             log=job.on_log,

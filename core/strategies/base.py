@@ -11,6 +11,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
+from core.batch_size import DEFAULT_BATCH_ROWS
 from core.cancel import CancelToken
 from core.db import TableRef, connect, insert_into
 
@@ -65,6 +66,11 @@ class Strategy(ABC):
     takes_workers: ClassVar[bool] = False  # True: ctx.workers connections load at once
     # Its streams can commit chunk by chunk, each with its checkpoint row (per-batch over N streams).
     chunk_commits: ClassVar[bool] = False
+
+    @classmethod
+    def default_batch_rows(cls, width: int) -> int:
+        """Rows per batch when the user names none, for rows about `width` bytes wide (0: unknown)."""
+        return DEFAULT_BATCH_ROWS
 
     def __init__(self, ctx: WriteContext) -> None:
         self.ctx = ctx
