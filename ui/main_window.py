@@ -341,7 +341,7 @@ class MainWindow(QMainWindow):
                 ddl=ddl if ddl and not ddl.startswith("--") else None,
             ),
             strategy=str(self.strategy_combo.currentData()),
-            batch_rows=self.batch_spin.value(),
+            batch_rows=self.strategy_panel.batch_rows(),  # None at "default": the strategy's own size
             workers=self.workers_spin.value(),
             commit=CommitMode(self.commit_combo.currentText()),
             on_error=ErrorPolicy(self.policy_combo.currentText()),
@@ -355,7 +355,8 @@ class MainWindow(QMainWindow):
         self.table_combo.setEditText(spec.target.table)
         self.mode_combo.setCurrentText(spec.target.mode.value)
         self.key_edit.setText(", ".join(spec.target.key))
-        self.set_strategy(spec.strategy, spec.batch_rows, spec.workers)
+        self.set_strategy(spec.strategy, workers=spec.workers)
+        self.strategy_panel.set_batch_rows(spec.batch_rows)  # none in the profile: back to "default"
         self.commit_combo.setCurrentText(spec.commit.value)
         self.policy_combo.setCurrentText(spec.on_error.value)
         self._pending_columns = spec.columns

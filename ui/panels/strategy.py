@@ -8,21 +8,42 @@ from core.auto import AUTO
 from core.spec import CommitMode, ErrorPolicy
 from core.strategies.base import Strategy, all_strategies
 
-BATCH_TIP = "Rows per batch (per statement, COPY chunk or commit)"
+BATCH_TIP = ("Rows per batch (per statement, COPY chunk or commit).\n"
+             "default: the strategy's own size, settled when the load starts (the plan line says it): "
+             "about 8 MB of a CSV, TSV or SQL file's rows for the COPY strategies (a quarter of that for "
+             "copy-binary), 10,000 rows for the others")
+DEFAULT_TEXT = "default"  # the batch box at its minimum: no number, the strategy sizes its batches
 WORKERS_TIP = "Connections for strategies that load over several at once"
 AUTO_TIP = "auto picks it from the file, the target and the server (batches of about 8 MB); pick a strategy to set it"
 
 
 class AutoSpin(QSpinBox):
-    """A spin box that reads "auto" while auto decides its number; value() keeps the user's number for later."""
+    """A spin box that reads "auto" while auto decides its number; value() keeps the user's number for later.
+
+    With `default_text`, its minimum stands for no number at all (Qt's special value): number() is None there.
+    """
 
     _auto = False
+
+    def __init__(self, default_text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._default_text = default_text
+        self.setSpecialValueText(default_text)
+
+    def number(self) -> int | None:
+        """The number shown; None at the minimum when the minimum means "default"."""
+        return None if self._default_text and self.value() == self.minimum() else self.value()
+
+    def set_number(self, value: int | None) -> None:
+        self.setValue(self.minimum() if value is None else value)
 
     def set_auto(self, on: bool, tip: str) -> None:
         self._auto = on
         self.setEnabled(not on)
         self.setToolTip(AUTO_TIP if on else tip)
-        self.lineEdit().setText(self.textFromValue(self.value()))  # repaint the text now, not on the next step
+        # Qt shows the special value text at the minimum without asking textFromValue, so auto's word goes
+        # there too; setting it also repaints the text now, not on the next step.
+        self.setSpecialValueText("auto" if on else self._default_text)
 
     def textFromValue(self, value: int) -> str:  # noqa: N802 - Qt's name
         return "auto" if self._auto else super().textFromValue(value)
@@ -51,9 +72,10 @@ class StrategyPanel(QGroupBox):
         self.strategy_help = QLabel()
         self.strategy_help.setWordWrap(True)
         form.addRow("", self.strategy_help)
-        self.batch_spin = AutoSpin()
-        self.batch_spin.setRange(1, 10_000_000)
-        self.batch_spin.setValue(10_000)
+        # 0 reads "default" (LoadSpec.batch_rows None): the strategy's own size, settled when the load starts.
+        self.batch_spin = AutoSpin(DEFAULT_TEXT)
+        self.batch_spin.setRange(0, 10_000_000)
+        self.batch_spin.setValue(0)
         self.batch_spin.setSingleStep(1000)
         self.workers_spin = AutoSpin()
         self.workers_spin.setRange(1, 32)
@@ -101,6 +123,7 @@ class StrategyPanel(QGroupBox):
                                        f"last run: {reason}")
 
     def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
+        """Pick a strategy; a batch size or workers given are set too (None leaves the box as it is)."""
         ids = [AUTO if c is None else c.id for c in self.strategies]
         if strategy_id in ids:
             self.strategy_combo.setCurrentIndex(ids.index(strategy_id))
@@ -108,6 +131,14 @@ class StrategyPanel(QGroupBox):
             self.batch_spin.setValue(batch_rows)
         if workers:
             self.workers_spin.setValue(workers)
+
+    def batch_rows(self) -> int | None:
+        """The batch size for the spec: None at "default" (the strategy's own size)."""
+        return self.batch_spin.number()
+
+    def set_batch_rows(self, batch_rows: int | None) -> None:
+        """A number, or None for "default" (a profile without batch_rows)."""
+        self.batch_spin.set_number(batch_rows)
 
     def allow_scripts(self, is_sql: bool) -> None:
         """Script strategies only for SQL scripts."""
