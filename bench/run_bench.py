@@ -155,7 +155,7 @@ def main() -> int:
         load = [*app, str(f), "--table", t, "--dsn", dsn]
         full = [("psql \\copy", psql_cmd(dsn, "-c", f"\\copy {t} FROM '{f}' CSV HEADER")),
                 ("auto", load), ("copy-csv", [*load, "--strategy", "copy-csv"]),
-                ("copy-binary", [*load, "--strategy", "copy-binary", "--batch-rows", "50000"])]
+                ("copy-binary", [*load, "--strategy", "copy-binary"])]
         if kind in ("ints", "mixed"):
             full.append(("parallel-copy", [*load, "--strategy", "parallel-copy", "--workers", "2"]))
         if kind == "wide":

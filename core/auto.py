@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.batch_size import byte_sized, row_width
+from core.batch_size import byte_sized, source_row_width
 from core.spec import CommitMode, ErrorPolicy
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
     from core.protocols.common import source_is_csv
 
     source = plan.source
-    width = row_width(source.path, source.size) if source.format in ("csv", "tsv", "sql") else 0
+    width = source_row_width(source.path, source.size, source.format)
     batch = byte_sized(width)
     local = server_is_local(ctl)
     if source.format == "sql":

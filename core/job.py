@@ -34,7 +34,7 @@ from core import checkpoint as ck
 from core import explain, janitor, stages
 from core import mapping as mp
 from core.auto import AUTO, Choice, choose
-from core.batch_size import row_width
+from core.batch_size import source_row_width
 from core.cancel import CancelToken
 from core.db import connect, resolve_dsn, strip_password, table_columns
 from core.diagnose import server_reason
@@ -193,8 +193,7 @@ class LoadJob:
     def _default_batch(cls: type[Strategy], plan: Plan) -> int:
         """The strategy's own batch size for this file's rows, when the user named none."""
         source = plan.source
-        width = row_width(source.path, source.size) if source.format in ("csv", "tsv", "sql") else 0
-        return cls.default_batch_rows(width)
+        return cls.default_batch_rows(source_row_width(source.path, source.size, source.format))
 
     def _run_job(self) -> LoadResult:
         self._t0 = time.monotonic()
