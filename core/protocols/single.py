@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from core import janitor
+from core import janitor, warm_start
 from core import mapping as mp
 from core.db import TableRef, insert_into
 from core.diagnose import server_reason
@@ -52,18 +52,20 @@ def run(
     proto = job.protocol.protocol if job.protocol is not None else None
     moving = False  # the staging table's rows are being moved into the target
     # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
-    raw = (
-        cls.streams_raw_csv
-        and spec.on_error is ErrorPolicy.ABORT
+    bytes_fit = (
+        spec.on_error is ErrorPolicy.ABORT
         and source_is_csv(plan.source)
         and mp.is_identity(plan.maps, plan.source.columns())
         and not job._no_raw
     )
+    raw = cls.streams_raw_csv and bytes_fit
+    warm = (cls.warms_with_raw_csv and bytes_fit and hasattr(plan.source, "raw_then_batches")
+            and plan.source.size >= warm_start.WARM_MIN_BYTES)
     job._raw = raw
     ahead = None
     try:
         job._emit(Phase.PREPARING, force=True)
-        if not raw and spec.on_error is ErrorPolicy.ABORT:
+        if not raw and not warm and spec.on_error is ErrorPolicy.ABORT:
             ahead = job._read_ahead(plan)  # parsing starts now, beside the set-up below
         if proto is not None and proto.value == "create-then-rename":
             private = job._create_private(ctl, plan)
@@ -101,8 +103,9 @@ def run(
             # One stream straight into an existing table: the control connection carries it.
             # (A table made here is dropped on failure through ctl, so it keeps its own.)
             borrow=ctl if not (created or staged or private or two_phase or cls.multi_connection) else None,
+            warm=warm,
         )
-        if raw:
+        if raw or warm:
             d = plan.source.dialect  # type: ignore[attr-defined]
             # The reader hands COPY UTF-8 whatever the file's encoding: say so, so the
             # server converts to the database's encoding (or refuses what it cannot store).
@@ -128,6 +131,8 @@ def run(
             strategy.feed_raw(job, plan)  # type: ignore[attr-defined]  # streams read their own byte ranges
         elif raw:
             job._stream_raw(strategy, plan)
+        elif warm:
+            warm_start.stream_warm(job, strategy, plan)
         elif spec.on_error is ErrorPolicy.SKIP:
             job._rejects = RejectWriter(spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct)
             if getattr(strategy, "feeds_itself", False):
@@ -156,6 +161,9 @@ def run(
             private = None  # it is the target now
     except WriteFailed as wf:
         job._rollback(strategy)
+        if warm and getattr(strategy, "sending_raw", False):
+            # The file's own bytes were refused (a value, or their shape): the parser names the row.
+            raise _ParseInstead(server_reason(wf.error)) from None
         if job._raw and _is_format_error(wf.error):
             raise _ParseInstead(server_reason(wf.error)) from None
         raise _in_targets_names(job._explain(wf, plan, strategy), stage, private, ref) from None

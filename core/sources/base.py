@@ -47,6 +47,7 @@ class RawChunk:
     data: bytes
     bytes_read: int
     odd: bool = False  # may hold a bare quote: only the field-aware reader reads it as written
+    records: int = -1  # how many records `data` holds, when counted already (-1: not counted)
 
 
 @dataclass(frozen=True)
@@ -132,15 +133,20 @@ def rebatch(frames: Iterator[tuple[pl.DataFrame, int]], batch_rows: int, skip_ro
 
 
 def rebatch_parts(
-    parts: Iterator[tuple[pl.DataFrame, int, Sequence[BadRecord]]], batch_rows: int, skip_rows: int
+    parts: Iterator[tuple[pl.DataFrame, int, Sequence[BadRecord]]], batch_rows: int, skip_rows: int,
+    start: tuple[int, int] = (0, 0),
 ) -> Iterator[Batch]:
     """rebatch() for parts that also carry malformed records.
 
     A part holds frame.height + len(bad) consecutive source rows; each bad record's `row`
     says where it sits among them and the frame's rows fill the others, in order. A bad
     record ends the batch being filled (its frame must stay contiguous) and opens the next.
+    `start` is the source row and position of the first part (parts that continue a source
+    whose beginning went elsewhere: core.warm_start).
     """
     r = _Rebatcher(batch_rows, skip_rows)
+    r.first = r.next_row = start[0]
+    r.pos = start[1]
     for frame, pos, bad in parts:
         r.enter_part(pos, frame.height + len(bad))
         if not bad:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import codecs
 import csv
+import dataclasses
 import io
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 
 import polars as pl
 
 from core.errors import SourceError
+from core.protocols.common import count_records
 from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
 from core.sources.csv_parse import CsvRecordParsing
 from core.sources.csv_records import (
@@ -31,6 +34,9 @@ from core.spec import SourceOptions
 # Records are cut and parsed 4 MB at a time: on 1M mixed rows (91 MB) polars and the cutting
 # took 0.30 CPU-s in 1 MB chunks, 0.23 in 4 MB, 0.21 in 16 MB; batches are cut from them anyway.
 CHUNK_BYTES = 4 << 20
+# While copy-binary's encoder loads, the file's own records go to COPY in small chunks, so
+# that little is promised to the slower CSV path once the encoder is ready (core.warm_start).
+WARM_CHUNK_BYTES = 1 << 20
 MAX_RECORD_BYTES = 64 << 20  # one record longer than this means a quote that never closes
 
 
@@ -248,18 +254,47 @@ class CsvSource(CsvRecordParsing, Source):
             yield batch
 
     def batches_with_bad(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
-        def parts() -> Iterator[tuple[pl.DataFrame, int, list[BadRecord]]]:
-            row, line, offset = 0, 1 + self._header_lines, 0
-            for chunk in self.raw_chunks(tolerant=True):
-                frame, bad = self.parse_records(
-                    chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd
-                )
-                yield frame, chunk.bytes_read, bad
-                row += frame.height + len(bad)
-                line += chunk.data.count(b"\n")
-                offset += len(chunk.data)
+        yield from rebatch_parts(self._parts(self.raw_chunks(tolerant=True), 0, 1 + self._header_lines, 0),
+                                 batch_rows, skip_rows)
 
-        yield from rebatch_parts(parts(), batch_rows, skip_rows)
+    def _parts(self, chunks: Iterable[RawChunk], row: int, line: int, offset: int
+               ) -> Iterator[tuple[pl.DataFrame, int, list[BadRecord]]]:
+        """Each chunk parsed: (good rows, position after it, malformed records); `row`, `line`
+        and `offset` say where the first chunk starts."""
+        for chunk in chunks:
+            frame, bad = self.parse_records(
+                chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd
+            )
+            yield frame, chunk.bytes_read, bad
+            row += frame.height + len(bad)
+            line += chunk.data.count(b"\n")
+            offset += len(chunk.data)
+
+    def raw_then_batches(self, parse_now: Callable[[], bool], batch_rows: int,
+                         raw_bytes: int | None = None) -> Iterator[RawChunk | Batch]:
+        """The file's own records in small raw chunks until `parse_now()` says otherwise, then
+        the rest parsed, in batches (see core.warm_start). A chunk COPY would read differently
+        (a bare quote) turns to parsing at once. The first batch's first_row counts the raw
+        chunks' records, so rows are numbered as in batches()."""
+        chunks = self.raw_chunks(raw_bytes or WARM_CHUNK_BYTES)
+        q = self.dialect.quote.encode()
+        row, line, offset = 0, 1 + self._header_lines, 0
+        for chunk in chunks:
+            if chunk.odd or parse_now():
+                # The first part parsed is a small one, so the first binary batch leaves soon.
+                rest = itertools.chain([chunk], _regroup(chunks, CHUNK_BYTES))
+                for batch in rebatch_parts(self._parts(rest, row, line, offset), batch_rows, 0,
+                                           start=(row, offset + self._header_end + self.dialect.bom_bytes)):
+                    if batch.bad:
+                        first = batch.bad[0]
+                        raise SourceError(first.reason, path=str(self.path), line=first.line)
+                    yield batch
+                return
+            records = count_records(chunk.data, q)
+            yield dataclasses.replace(chunk, records=records)
+            row += records
+            line += chunk.data.count(b"\n")
+            offset += len(chunk.data)
 
     def locate(self, row: int) -> tuple[int | None, str | None]:
         """Slow on purpose: only error reports ask, so it rescans the file."""
@@ -318,6 +353,26 @@ class CsvSource(CsvRecordParsing, Source):
         except SourceError:
             return None
         return None
+
+
+def _regroup(chunks: Iterable[RawChunk], size: int) -> Iterator[RawChunk]:
+    """Consecutive chunks joined into about `size` bytes (whole records stay whole)."""
+    group: list[RawChunk] = []
+    have = 0
+    for chunk in chunks:
+        group.append(chunk)
+        have += len(chunk.data)
+        if have >= size:
+            yield _joined(group)
+            group, have = [], 0
+    if group:
+        yield _joined(group)
+
+
+def _joined(group: list[RawChunk]) -> RawChunk:
+    if len(group) == 1:
+        return group[0]
+    return RawChunk(b"".join(c.data for c in group), group[-1].bytes_read, any(c.odd for c in group))
 
 
 def _unique_names(names: list[str]) -> list[str]:

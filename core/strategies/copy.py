@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from contextlib import ExitStack
 from typing import Any, ClassVar
 
@@ -14,6 +16,7 @@ from core.batch_size import DEFAULT_BATCH_ROWS, byte_sized
 from core.strategies.arrow_binary import ArrowEncoder, arrow_columns
 from core.strategies.base import Strategy, WriteFailed, register
 
+WARM_SWITCH_S = 0.0005  # the GIL's switch interval while a warm start's imports run
 _LINE = re.compile(r"COPY [^,]*, line (\d+)")
 
 
@@ -221,6 +224,10 @@ class CopyBinary(_CopyStrategy):
     own input would. Switching format ends one COPY statement and starts the next, in the
     same transaction; `_base` keeps the rows of the earlier statements, so an error's row
     is still counted from the start of the stream.
+
+    Warm start (`ctx.warm`, core.warm_start): the encoder (polars, pyarrow, numpy and pgpq,
+    some 0.2 s of imports) is built on a thread while the file's first records go as they
+    are, in a CSV COPY statement, so the server works from the first moment.
     """
 
     id = "copy-binary"
@@ -230,31 +237,78 @@ class CopyBinary(_CopyStrategy):
     lesson = "Seed 002: binary transfer cut client CPU for 1M rows from 162 s (text) to about 8 s."
     seed = "002"
     batch_stages = 4  # text, typed columns and encoded bytes at once: a 1 GB file stays under 300 MB
+    warms_with_raw_csv = True
 
     def copy_sql(self) -> sql.Composed:
-        if self._text:
+        if self._format == "csv":
+            return csv_copy_sql(self)
+        if self._format == "text":
             return super().copy_sql()
         return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(self.ctx.table.ident(), self.column_list())
 
     def open(self) -> None:
-        self._text = False
+        self._format = "binary"
         self._told = False
+        self._arrow: ArrowEncoder | None = None
+        self._arrow_error: BaseException | None = None
+        self.ready = threading.Event()  # the encoder is built
+        self._warming: threading.Thread | None = None
         super().open()
-        columns = arrow_columns(self.ctx.columns, self.ctx.types)
-        self._arrow = ArrowEncoder(columns) if columns is not None else None
-        if self._arrow is None:
-            self.ctx.log("copy-binary: a column type has no exact binary form here (unconstrained numeric, real, "
-                         "arrays, enums, domains...): rows go as text COPY, which the server parses")
+        if not self.ctx.warm:
+            self._build_encoder()
+            if self._arrow_error is not None:
+                raise self._arrow_error
+
+    def _warm_up(self) -> None:
+        """Build the encoder on a thread (once). Started after the first raw chunk is on its way:
+        loading polars' library holds the GIL for tens of milliseconds, which the first read,
+        the COPY's start and the first write would otherwise wait for."""
+        if self._warming is None and not self.ready.is_set():
+            self._warming = threading.Thread(target=self._build_encoder, name="sluice-warm-up", daemon=True)
+            self._warming.start()
+
+    def _build_encoder(self) -> None:
+        # On a warm start the imports below (CPU-bound, holding the GIL) run beside the threads
+        # that read and send the first records, which give the GIL up at every read and
+        # socket wait and then waited a whole switch interval (5 ms) to get it back.
+        switch = sys.getswitchinterval()
+        if self.ctx.warm:
+            sys.setswitchinterval(WARM_SWITCH_S)
+        try:
+            import polars
+
+            polars.DataFrame  # noqa: B018 - loads a deferred polars here, before anyone else parses
+            columns = arrow_columns(self.ctx.columns, self.ctx.types)
+            self._arrow = ArrowEncoder(columns) if columns is not None else None
+            if self._arrow is not None:
+                warm_binary_typing()
+            else:
+                self.ctx.log("copy-binary: a column type has no exact binary form here (unconstrained numeric, "
+                             "real, arrays, enums, domains...): rows go as text COPY, which the server parses")
+        except BaseException as exc:  # noqa: BLE001 - raised where the encoder is first needed
+            self._arrow_error = exc
+        finally:
+            sys.setswitchinterval(switch)
+            self.ready.set()
+
+    def _encoder(self) -> ArrowEncoder | None:
+        self._warm_up()
+        self.ready.wait()
+        if self._arrow_error is not None:
+            raise self._arrow_error
+        return self._arrow
 
     def _prepare(self, copy: psycopg.Copy, cur: psycopg.Cursor[Any]) -> None:
-        if not self._text:
-            assert self._arrow is not None
-            copy.write(self._arrow.header())  # psycopg then leaves the header (and trailer) to us
+        if self._format == "binary":
+            arrow = self._encoder()
+            assert arrow is not None
+            copy.write(arrow.header())  # psycopg then leaves the header (and trailer) to us
 
     def prepare(self, frame: pl.DataFrame) -> object:
         """Binary tuples (a memoryview), or the batch in COPY's text format (bytes) when some
         value cannot be typed exactly here. Runs on the encoding stage's thread."""
-        binary = self._arrow.encode(frame) if self._arrow is not None else None
+        arrow = self._encoder()
+        binary = arrow.encode(frame) if arrow is not None else None
         return binary if binary is not None else text_copy_rows(frame)
 
     def write(self, frame: pl.DataFrame) -> int:
@@ -262,7 +316,7 @@ class CopyBinary(_CopyStrategy):
 
     def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
         assert isinstance(prepared, (memoryview, bytes))
-        self._switch(text=isinstance(prepared, bytes))
+        self._switch("text" if isinstance(prepared, bytes) else "binary")
         copy = self._ensure_copy()
         try:
             if isinstance(prepared, bytes):
@@ -274,27 +328,49 @@ class CopyBinary(_CopyStrategy):
         self._sent += frame.height
         return frame.height
 
+    def write_raw(self, data: bytes, records: int) -> None:
+        """The file's own records (warm start), in a CSV COPY statement."""
+        self._switch("csv")
+        copy = self._ensure_copy()
+        try:
+            copy.write(data)
+        except psycopg.Error as exc:
+            self._stack = self._copy = None
+            raise WriteFailed(exc) from exc
+        self._sent += records
+        self._warm_up()
+
+    @property
+    def sending_raw(self) -> bool:
+        """The statement now open (or the one that failed) carries the file's own bytes."""
+        return self._format == "csv"
+
     def _tell_once(self) -> None:
         if self._arrow is not None and not self._told:
             self._told = True
             self.ctx.log("copy-binary: a batch holds values polars does not read exactly as PostgreSQL does "
                          "(e.g. infinity, 24:00, rounding decimals); such batches go as text COPY")
 
-    def _switch(self, *, text: bool) -> None:
-        if text == self._text:
+    def _switch(self, fmt: str) -> None:
+        if fmt == self._format:
             return
         if self._copy is not None:
             self._end_copy()
-        self._text = text
+        self._format = fmt
 
     def _end_copy(self) -> None:
-        if self._copy is not None and not self._text:
+        if self._copy is not None and self._format == "binary":
             try:
                 self._copy.write(_BINARY_TRAILER)
             except psycopg.Error as exc:
                 self._stack = self._copy = None
                 raise WriteFailed(exc, self._error_row(exc)) from exc
         super()._end_copy()
+
+
+def warm_binary_typing() -> None:
+    """Import what typing dates and timestamps needs (numpy), on the warm-up thread."""
+    from core.strategies import fixed_width_times  # noqa: F401
 
 
 _BINARY_TRAILER = b"\xff\xff"

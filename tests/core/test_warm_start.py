@@ -1,0 +1,180 @@
+"""copy-binary's warm start: the file's first records go as CSV while the encoder loads.
+
+The split between the raw part and the binary part depends on timing; these tests fix it by
+holding the encoder until a few raw chunks were written, with small chunks and no size
+threshold, so a small file has both parts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from core.errors import BadRowError, LoadFailed
+from core.job import LoadJob
+from core.spec import LoadSpec, SourceOptions, TargetSpec
+from core.strategies.copy import CopyBinary
+
+DDL = "CREATE TABLE {} (id bigint, qty int, price float8, name text, flag bool, day date, ts timestamp)"
+HEADER = "id,qty,price,name,flag,day,ts\n"
+
+
+def _row(i: int) -> str:
+    name = f'"a, ""quoted"" {i}\nsecond line"' if i % 7 == 0 else ("" if i % 11 == 0 else f"name {i}")
+    price = "" if i % 13 == 0 else f"{i * 1.25:.2f}"
+    return (f"{i},{i % 1000},{price},{name},{'true' if i % 2 else 'false'},"
+            f"{2000 + i % 30}-0{1 + i % 9}-1{i % 10},2024-03-0{1 + i % 9} 1{i % 10}:0{i % 10}:00.{i % 1000:03d}\n")
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    """Warm start on any file, in 8 kB chunks, the encoder held until 3 raw chunks were written."""
+    monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+    counts = {"raw": 0, "binary": 0}
+    three = threading.Event()
+    real_raw, real_prepared, real_build = CopyBinary.write_raw, CopyBinary.write_prepared, CopyBinary._build_encoder
+
+    def write_raw(self: CopyBinary, data: bytes, records: int) -> None:
+        real_raw(self, data, records)
+        counts["raw"] += 1
+        if counts["raw"] >= 3:
+            three.set()
+            self.ready.wait(10)  # the chunks read from now on are parsed
+
+    def write_prepared(self: CopyBinary, prepared: object, frame: Any) -> int:
+        counts["binary"] += 1
+        return real_prepared(self, prepared, frame)
+
+    def build(self: CopyBinary) -> None:
+        three.wait(10)
+        real_build(self)
+
+    monkeypatch.setattr(CopyBinary, "write_raw", write_raw)
+    monkeypatch.setattr(CopyBinary, "write_prepared", write_prepared)
+    monkeypatch.setattr(CopyBinary, "_build_encoder", build)
+    yield counts
+
+
+def _file(tmp_path: Path, rows: int, bad: dict[int, str] | None = None) -> Path:
+    lines = [_row(i) for i in range(rows)]
+    for i, line in (bad or {}).items():
+        lines[i] = line
+    src = tmp_path / "warm.csv"
+    src.write_text(HEADER + "".join(lines), encoding="utf-8")
+    return src
+
+
+def _table(conn: psycopg.Connection[Any], table_name: Callable[[str], str], prefix: str) -> str:
+    name = table_name(prefix)
+    conn.execute(sql.SQL(DDL).format(sql.Identifier(name)))
+    return name
+
+
+def _load(src: Path, table: str, dsn: str, strategy: str = "copy-binary", log: list[str] | None = None) -> Any:
+    spec = LoadSpec(SourceOptions(str(src)), TargetSpec(table), strategy=strategy, batch_rows=500, dsn=dsn)
+    return LoadJob(spec, on_log=(log.append if log is not None else None)).run()
+
+
+def test_both_parts_store_what_copy_csv_stores(
+    held: dict[str, int], dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    src = _file(tmp_path, 4000)
+    warm, reference = _table(conn, table_name, "warm"), _table(conn, table_name, "ref")
+    log: list[str] = []
+    result = _load(src, warm, dsn, log=log)
+    assert held["raw"] >= 3 and held["binary"] > 0  # both parts happened
+    assert result.rows_read == result.rows_loaded == 4000
+    assert any("warm start" in line for line in log), log
+    _load(src, reference, dsn, strategy="copy-csv")
+    a, b = sql.Identifier(warm), sql.Identifier(reference)
+    for x, y in ((a, b), (b, a)):
+        diff = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {}) d")
+                            .format(x, y)).fetchone()
+        assert diff == (0,)
+    ids = conn.execute(sql.SQL("SELECT count(DISTINCT id), min(id), max(id) FROM {}").format(a)).fetchone()
+    assert ids == (4000, 0, 3999)
+
+
+def test_a_bad_value_after_the_switch_is_named_by_its_row(
+    held: dict[str, int], dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    bad = 3500
+    src = _file(tmp_path, 4000, {bad: f"{bad},4x,1.0,n,true,2020-01-01,2020-01-01 00:00:00\n"})
+    table = _table(conn, table_name, "warm_bad")
+    with pytest.raises(BadRowError) as err:
+        _load(src, table, dsn)
+    assert held["binary"] > 0
+    problem = err.value.problem
+    assert (problem.row, problem.column, problem.value) == (bad, "qty", "4x")
+    # Rows with a quoted newline come before it: its line is the file's own.
+    assert problem.line == src.read_text(encoding="utf-8").split("\n").index(
+        f"{bad},4x,1.0,n,true,2020-01-01,2020-01-01 00:00:00") + 1
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
+
+
+def test_a_bad_value_in_the_raw_part_is_named_by_the_parser(
+    held: dict[str, int], dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    src = _file(tmp_path, 4000, {5: "5,4x,1.0,n,true,2020-01-01,2020-01-01 00:00:00\n"})
+    table = _table(conn, table_name, "warm_raw_bad")
+    log: list[str] = []
+    with pytest.raises(BadRowError) as err:
+        _load(src, table, dsn, log=log)
+    problem = err.value.problem
+    assert (problem.row, problem.column, problem.value) == (5, "qty", "4x")
+    assert problem.line == 8  # the header, then row 0 takes two lines (a quoted newline)
+    assert any("through the parser" in line for line in log), log
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
+
+
+def test_a_bare_quote_turns_to_parsing_at_once(
+    held: dict[str, int], dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """COPY would let a quote inside an unquoted field open a quoted value: never sent raw."""
+    src = _file(tmp_path, 4000, {1: "1,1,1.0,37°36'37.8\"N,true,2020-01-01,2020-01-01 00:00:00\n"})
+    table = _table(conn, table_name, "warm_quote")
+    result = _load(src, table, dsn)
+    assert result.rows_loaded == 4000
+    assert held["raw"] == 0  # the first chunk holds the quote: parsed from the start
+    got = conn.execute(sql.SQL("SELECT name FROM {} WHERE id = 1").format(sql.Identifier(table))).fetchone()
+    assert got == ("37°36'37.8\"N",)
+
+
+def test_an_encoder_that_fails_to_load_fails_the_load_and_leaves_nothing(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+
+    def arrow_columns(*args: Any) -> None:
+        raise LoadFailed("the encoder could not load")
+
+    monkeypatch.setattr("core.strategies.copy.arrow_columns", arrow_columns)
+    src = _file(tmp_path, 4000)
+    table = _table(conn, table_name, "warm_fail")
+    with pytest.raises(LoadFailed, match="could not load"):
+        _load(src, table, dsn)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("sluice-")] == []
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
+
+
+def test_small_files_are_typed_from_the_first_row(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under WARM_MIN_BYTES copy-binary sends every batch typed, as it always did."""
+    raw: list[int] = []
+    real = CopyBinary.write_raw
+    monkeypatch.setattr(CopyBinary, "write_raw", lambda self, data, n: (raw.append(n), real(self, data, n))[1])
+    src = _file(tmp_path, 2000)
+    table = _table(conn, table_name, "warm_small")
+    assert _load(src, table, dsn).rows_loaded == 2000
+    assert raw == []
