@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 import threading
 from contextlib import ExitStack
 from typing import Any, ClassVar
@@ -16,7 +15,6 @@ from core.batch_size import DEFAULT_BATCH_ROWS, byte_sized
 from core.strategies.arrow_binary import ArrowEncoder, arrow_columns
 from core.strategies.base import Strategy, WriteFailed, register
 
-WARM_SWITCH_S = 0.0005  # the GIL's switch interval while a warm start's imports run
 _LINE = re.compile(r"COPY [^,]*, line (\d+)")
 
 
@@ -268,12 +266,6 @@ class CopyBinary(_CopyStrategy):
             self._warming.start()
 
     def _build_encoder(self) -> None:
-        # On a warm start the imports below (CPU-bound, holding the GIL) run beside the threads
-        # that read and send the first records, which give the GIL up at every read and
-        # socket wait and then waited a whole switch interval (5 ms) to get it back.
-        switch = sys.getswitchinterval()
-        if self.ctx.warm:
-            sys.setswitchinterval(WARM_SWITCH_S)
         try:
             import polars
 
@@ -288,7 +280,6 @@ class CopyBinary(_CopyStrategy):
         except BaseException as exc:  # noqa: BLE001 - raised where the encoder is first needed
             self._arrow_error = exc
         finally:
-            sys.setswitchinterval(switch)
             self.ready.set()
 
     def _encoder(self) -> ArrowEncoder | None:
