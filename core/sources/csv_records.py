@@ -11,6 +11,34 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
+from typing import Any
+
+# Above this size, counts and the bare-quote check run in numpy once a path that loads it
+# anyway (copy-binary) has lent it: numpy's loops let go of the GIL, which the parsing,
+# typing and sending threads otherwise queue for (bytes methods and `re` hold it throughout).
+# Other paths never import numpy for this: its import costs more than it saves there.
+_NUMPY_BYTES = 1 << 16
+_numpy: Any = None
+
+
+def lend_numpy() -> None:
+    """Let the counts below use numpy (call once it is imported, from a thread that needs it)."""
+    global _numpy
+    import numpy
+
+    _numpy = numpy
+
+
+def _loaded_numpy(data: bytes | memoryview) -> Any:
+    return _numpy if len(data) >= _NUMPY_BYTES else None
+
+
+def count_byte(data: bytes, byte: bytes) -> int:
+    """How many times the one-byte `byte` occurs in `data` (data.count(byte))."""
+    np = _loaded_numpy(data)
+    if np is None or len(byte) != 1:
+        return data.count(byte)
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == byte[0]))
 
 
 def record_cut(buf: bytes, quote: bytes, start: int = 0) -> int:
@@ -24,7 +52,7 @@ def record_cut(buf: bytes, quote: bytes, start: int = 0) -> int:
     i = buf.rfind(b"\n", start)
     if not quote or buf.find(quote) < 0:
         return i + 1
-    total = buf.count(quote)
+    total = count_byte(buf, quote)
     after = 0
     while i >= start:
         after += buf.count(quote, i, end)
@@ -105,7 +133,20 @@ def has_bare_quote(data: bytes | memoryview, delimiter: bytes, quote: bytes) -> 
         return False
     if isinstance(data, bytes) and quote not in data:  # (a memoryview's `in` compares ints)
         return False
+    np = _loaded_numpy(data)
+    if np is not None:
+        return _numpy_bare_quote(np, data, delimiter[0], quote[0])
     return _bare_quote_pattern(delimiter, quote).search(data) is not None
+
+
+def _numpy_bare_quote(np: Any, data: bytes | memoryview, delimiter: int, quote: int) -> bool:
+    """has_bare_quote's test on the bytes around every quote at once."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    at = np.flatnonzero(b == quote)
+    inner = at[(at > 0) & (at < len(b) - 1)]  # a quote at either end has no ordinary byte beyond it
+    special = np.zeros(256, dtype=bool)
+    special[[delimiter, 13, 10, quote]] = True
+    return bool(np.any(~special[b[inner - 1]] & ~special[b[inner + 1]]))
 
 
 @functools.lru_cache(maxsize=16)

@@ -22,6 +22,7 @@ from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
 from core.sources.csv_parse import CsvRecordParsing
 from core.sources.csv_records import (
     _field_cut,
+    count_byte,
     has_bare_quote,
     record_cut,
     record_text,
@@ -267,7 +268,7 @@ class CsvSource(CsvRecordParsing, Source):
             )
             yield frame, chunk.bytes_read, bad
             row += frame.height + len(bad)
-            line += chunk.data.count(b"\n")
+            line += count_byte(chunk.data, b"\n")
             offset += len(chunk.data)
 
     def raw_then_batches(self, parse_now: Callable[[], bool], batch_rows: int,

@@ -360,8 +360,12 @@ class CopyBinary(_CopyStrategy):
 
 
 def warm_binary_typing() -> None:
-    """Import what typing dates and timestamps needs (numpy), on the warm-up thread."""
+    """Import what typing dates and timestamps needs (numpy), on the warm-up thread, and lend
+    numpy to the CSV cutter, whose counts then leave the GIL to the other stages."""
+    from core.sources.csv_records import lend_numpy
     from core.strategies import fixed_width_times  # noqa: F401
+
+    lend_numpy()
 
 
 _BINARY_TRAILER = b"\xff\xff"
