@@ -41,14 +41,31 @@ def count_records(data: bytes, quote: bytes) -> int:
     Only quotes and newlines matter; a run of quotes counts by its parity (a doubled quote
     changes nothing), so what is left alternates outside/inside a quoted field.
     """
+    return records_and_lines(data, quote)[0]
+
+
+def records_and_lines(data: bytes, quote: bytes) -> tuple[int, int]:
+    """count_records(), and the newlines `data` holds, in one pass over the bytes."""
     last = 1 if data and not data.endswith(b"\n") else 0  # the file's last record, with no newline
     if not quote or quote not in data:
-        return data.count(b"\n") + last
+        lines = data.count(b"\n")
+        return lines + last, lines
     if len(quote) == 1:
-        keep = b"\n" + quote
-        data = data.translate(None, bytes(b for b in range(256) if b not in keep))
+        data = data.translate(None, _NOT_NEWLINE_OR.get(quote) or _not_newline_or(quote))
+    lines = data.count(b"\n")
+    if len(quote) == 1:
         data = data.replace(quote + quote, b"")
-    return sum(part.count(b"\n") for part in data.split(quote)[::2]) + last
+    return sum(part.count(b"\n") for part in data.split(quote)[::2]) + last, lines
+
+
+_NOT_NEWLINE_OR: dict[bytes, bytes] = {}
+
+
+def _not_newline_or(quote: bytes) -> bytes:
+    """Every byte but the newline and `quote`: what count_records drops before counting."""
+    keep = b"\n" + quote
+    drop = _NOT_NEWLINE_OR[quote] = bytes(b for b in range(256) if b not in keep)
+    return drop
 
 
 def raw_text_columns(plan: Plan) -> list[str]:

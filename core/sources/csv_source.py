@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 import polars as pl
 
 from core.errors import SourceError
-from core.protocols.common import count_records
+from core.protocols.common import records_and_lines
 from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
 from core.sources.csv_parse import CsvRecordParsing
 from core.sources.csv_records import (
@@ -291,10 +291,10 @@ class CsvSource(CsvRecordParsing, Source):
                         raise SourceError(first.reason, path=str(self.path), line=first.line)
                     yield batch
                 return
-            records = count_records(chunk.data, q)
+            records, lines = records_and_lines(chunk.data, q)
             yield dataclasses.replace(chunk, records=records)
             row += records
-            line += chunk.data.count(b"\n")
+            line += lines
             offset += len(chunk.data)
 
     def locate(self, row: int) -> tuple[int | None, str | None]:
