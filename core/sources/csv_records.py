@@ -41,18 +41,19 @@ def count_byte(data: bytes, byte: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == byte[0]))
 
 
-def record_cut(buf: bytes, quote: bytes, start: int = 0) -> int:
+def record_cut(buf: bytes, quote: bytes, start: int = 0, parity: int = 0) -> int:
     """Index just after the last newline in `buf` that is outside quotes (0 if none).
 
     `buf` must start at a record boundary, so an even number of quote characters
     before a newline means it ends a record (doubled quotes keep parity even).
-    Newlines before `start` are not looked at (known not to end a record).
+    Newlines before `start` are not looked at (known not to end a record). `parity` is
+    1 when `buf` continues a record after an odd number of quotes (inside a quoted field).
     """
     end = len(buf)
     i = buf.rfind(b"\n", start)
     if not quote or buf.find(quote) < 0:
-        return i + 1
-    total = count_byte(buf, quote)
+        return 0 if parity % 2 else i + 1
+    total = count_byte(buf, quote) + parity
     after = 0
     while i >= start:
         after += buf.count(quote, i, end)

@@ -189,6 +189,20 @@ class CsvSource(CsvRecordParsing, Source):
             if skip:
                 take = min(skip, len(data))
                 data, skip = data[take:], skip - take
+            if buf and not scanned and len(buf) < chunk_bytes <= len(buf) + len(data):
+                # The usual step: the rest of the last chunk (a record's start) and a whole
+                # block. The cut is found in the block, the rest's quotes counted in, and the
+                # chunk is joined with one copy (concatenating, then slicing, took two).
+                cut = record_cut(data, q, parity=count_byte(buf, q) % 2 if q else 0)
+                if cut:
+                    chunk = b"".join((buf, memoryview(data)[:cut]))
+                    if not has_bare_quote(chunk, d, q):
+                        consumed += len(chunk)
+                        yield RawChunk(chunk, self._progress(consumed), False)
+                        buf = data[cut:]
+                        continue
+                    data = data[cut:]  # a bare quote: cut field by field below
+                    buf = chunk
             buf = buf + data if buf else data
             if len(buf) < chunk_bytes:
                 continue
