@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+import os
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,23 @@ def to_toml(spec: LoadSpec, extra: dict[str, Any] | None = None) -> str:
 
 
 def save(spec: LoadSpec, path: str | Path, extra: dict[str, Any] | None = None) -> None:
-    Path(path).write_text(to_toml(spec, extra), encoding="utf-8")
+    p = Path(path)
+    p.write_text(to_toml(_source_beside(spec, p.parent), extra), encoding="utf-8")
+
+
+def _source_beside(spec: LoadSpec, folder: Path) -> LoadSpec:
+    """A relative source path (from where the command ran) rewritten from the profile's folder,
+    where load() resolves it: `load data/x.csv --save-profile profiles/p.toml` then finds
+    data/x.csv again, from any folder, and a profile saved beside its file keeps the bare name."""
+    source = Path(spec.source.path)
+    if source.is_absolute():
+        return spec
+    absolute = source.resolve()
+    try:
+        relative = os.path.relpath(absolute, folder.resolve())
+    except ValueError:  # another drive (Windows): no relative path between them
+        relative = str(absolute)
+    return replace(spec, source=replace(spec.source, path=relative))
 
 
 def _rows(value: object) -> int | None:
