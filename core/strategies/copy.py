@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
 import threading
+import types
 from contextlib import ExitStack
 from typing import Any, ClassVar
 
@@ -252,7 +254,7 @@ class CopyBinary(_CopyStrategy):
         self.ready = threading.Event()  # the encoder is built
         self._warming: threading.Thread | None = None
         super().open()
-        if not self.ctx.warm:
+        if not self.ctx.warm or encoder_loaded():
             self._build_encoder()
             if self._arrow_error is not None:
                 raise self._arrow_error
@@ -357,6 +359,13 @@ class CopyBinary(_CopyStrategy):
                 self._stack = self._copy = None
                 raise WriteFailed(exc, self._error_row(exc)) from exc
         super()._end_copy()
+
+
+def encoder_loaded() -> bool:
+    """polars (not the CLI's deferred stand-in), pyarrow, numpy and pgpq are imported already
+    (the window, a second load in one process): a warm start has nothing to hide then, and
+    every batch goes typed from the first."""
+    return all(type(sys.modules.get(name)) is types.ModuleType for name in ("polars", "pyarrow", "numpy", "pgpq"))
 
 
 def warm_binary_typing() -> None:

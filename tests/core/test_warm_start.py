@@ -37,6 +37,7 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """Warm start on any file, in 8 kB chunks, the encoder held until 3 raw chunks were written."""
     monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
     monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)  # as in a new process
     counts = {"raw": 0, "binary": 0}
     three = threading.Event()
     real_raw, real_prepared, real_build = CopyBinary.write_raw, CopyBinary.write_prepared, CopyBinary._build_encoder
@@ -153,6 +154,7 @@ def test_an_encoder_that_fails_to_load_fails_the_load_and_leaves_nothing(
 ) -> None:
     monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
     monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)
 
     def arrow_columns(*args: Any) -> None:
         raise LoadFailed("the encoder could not load")
@@ -177,4 +179,24 @@ def test_small_files_are_typed_from_the_first_row(
     src = _file(tmp_path, 2000)
     table = _table(conn, table_name, "warm_small")
     assert _load(src, table, dsn).rows_loaded == 2000
+    assert raw == []
+
+
+def test_no_warm_start_once_the_libraries_are_loaded(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In the window, or a second load in one process (the lab's runs), there is nothing to hide:
+    every batch goes typed. This test process has imported them all."""
+    import pgpq  # noqa: F401
+    import pyarrow  # noqa: F401
+
+    monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+    raw: list[int] = []
+    real = CopyBinary.write_raw
+    monkeypatch.setattr(CopyBinary, "write_raw", lambda self, data, n: (raw.append(n), real(self, data, n))[1])
+    src = _file(tmp_path, 4000)
+    table = _table(conn, table_name, "warm_loaded")
+    assert _load(src, table, dsn).rows_loaded == 4000
     assert raw == []
