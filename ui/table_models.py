@@ -230,7 +230,8 @@ class MappingModel(QAbstractTableModel):
         return True
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
-        if role == _DISPLAY and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
+        shown = role in (_DISPLAY, Qt.ItemDataRole.ToolTipRole)  # the tooltip: a narrow column elides it
+        if shown and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
             return self.HEADERS[section]
         return None
 

@@ -162,3 +162,16 @@ def test_a_file_that_writes_null_two_ways_loads_from_the_window(
     got = conn.execute(sql.SQL("SELECT code, amount, flag FROM {} ORDER BY code").format(
         sql.Identifier(table))).fetchall()
     assert got == [("00007", 3.0, False), ("00123", 12.5, True), ("01234", None, None)]
+
+
+def test_narrow_mapping_titles_read_from_their_start(window: Any) -> None:
+    """Centred, a title wider than its column showed its middle ("ource colum", seen at 1366x768):
+    it is left-aligned and elided at the right, and its tooltip holds it whole."""
+    from PySide6.QtCore import Qt
+
+    header = window.mapping_view.horizontalHeader()
+    assert header.defaultAlignment() & Qt.AlignmentFlag.AlignLeft
+    assert header.textElideMode() == Qt.TextElideMode.ElideRight
+    model = window.mapping
+    tips = [model.headerData(c, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole) for c in range(6)]
+    assert tips == list(model.HEADERS)

@@ -36,6 +36,10 @@ class MappingPanel(QGroupBox):
         # a narrow panel still shows them. The model's column numbers stay as they are.
         header.moveSection(MappingModel.SAMPLE, MappingModel.INCLUDE)
         header.setStretchLastSection(True)
+        # Centred, a title wider than its column lost both ends ("ource colum"): left-aligned and
+        # elided at the right it reads from its start, and its tooltip has it whole.
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        header.setTextElideMode(Qt.TextElideMode.ElideRight)
         view.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.mapping_view = view
         # A new mapping starts at its first column (it was left scrolled to where the last one was).
