@@ -200,3 +200,27 @@ def test_no_warm_start_once_the_libraries_are_loaded(
     table = _table(conn, table_name, "warm_loaded")
     assert _load(src, table, dsn).rows_loaded == 4000
     assert raw == []
+
+
+def test_a_sniffed_null_marker_means_the_same_in_both_parts(
+    held: dict[str, int], dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """NA among numbers is NULL; NA in a column of free text (a country code) stays NA: the raw
+    part's COPY options (NULL, FORCE_NOT_NULL) and the parser agree, row for row."""
+    lines = [f"{i},{'NA' if i % 5 == 0 else i % 1000},{'NA' if i % 4 == 0 else f'{i}.5'},"
+             f"{'NA' if i % 3 == 0 else 'FR'},true,2020-01-0{1 + i % 9},2020-01-01 00:00:0{i % 10}\n"
+             for i in range(4000)]
+    src = tmp_path / "na.csv"
+    src.write_text(HEADER + "".join(lines), encoding="utf-8")
+    warm, reference = _table(conn, table_name, "warm_na"), _table(conn, table_name, "ref_na")
+    _load(src, warm, dsn)
+    assert held["raw"] >= 3 and held["binary"] > 0
+    _load(src, reference, dsn, strategy="copy-csv")
+    a, b = sql.Identifier(warm), sql.Identifier(reference)
+    for x, y in ((a, b), (b, a)):
+        diff = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {}) d")
+                            .format(x, y)).fetchone()
+        assert diff == (0,)
+    got = conn.execute(sql.SQL("SELECT count(*) FILTER (WHERE qty IS NULL), count(*) FILTER (WHERE name = 'NA'),"
+                               " count(*) FILTER (WHERE name IS NULL) FROM {}").format(a)).fetchone()
+    assert got == (800, 1334, 0)
