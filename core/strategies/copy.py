@@ -284,6 +284,15 @@ class CopyBinary(_CopyStrategy):
         finally:
             self.ready.set()
 
+    def close(self) -> None:
+        # A load that failed early (a bad value in the raw part, then parsed again) must not
+        # leave the warm-up importing polars while the rerun's reader imports it too: the
+        # rerun saw a half-loaded module ("no attribute 'DataFrame'"), found by a QA pass.
+        warming = getattr(self, "_warming", None)  # (close() runs after a failed open() too)
+        if warming is not None:
+            warming.join()
+        super().close()
+
     def _encoder(self) -> ArrowEncoder | None:
         self._warm_up()
         self.ready.wait()

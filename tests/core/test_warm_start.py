@@ -224,3 +224,32 @@ def test_a_sniffed_null_marker_means_the_same_in_both_parts(
     got = conn.execute(sql.SQL("SELECT count(*) FILTER (WHERE qty IS NULL), count(*) FILTER (WHERE name = 'NA'),"
                                " count(*) FILTER (WHERE name IS NULL) FROM {}").format(a)).fetchone()
     assert got == (800, 1334, 0)
+
+
+def test_a_bad_value_early_in_a_large_file_as_a_user_runs_it(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A whole command on a file over WARM_MIN_BYTES, in a new process where the encoder's
+    libraries still load when the raw part is refused: the rerun through the parser names the
+    row, with no traceback. (It met a half-imported polars there: found by a QA pass.)"""
+    import subprocess
+    import sys
+
+    from core.warm_start import WARM_MIN_BYTES
+
+    src = tmp_path / "big.csv"
+    good = "".join(f"{i},{i % 1000},{i}.5,name {i},true,2021-01-0{1 + i % 9},2021-01-01 00:00:00\n"
+                   for i in range(8, 100_000))
+    with open(src, "w", encoding="utf-8") as f:
+        f.write(HEADER + good[:good.index("\n") + 1] * 7)  # rows 0-6, then the bad one on line 9
+        f.write("7,12x,1.0,n,true,2021-01-01,2021-01-01 00:00:00\n")
+        while f.tell() < WARM_MIN_BYTES + (1 << 20):
+            f.write(good)
+    table = _table(conn, table_name, "warm_cli")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-m", "app", "load", str(src), "--table", table, "--dsn", dsn,
+                          "--strategy", "copy-binary"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "line 9, column 'qty', value '12x'" in out.stderr, out.stderr[-2000:]
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
