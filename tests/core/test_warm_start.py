@@ -78,6 +78,27 @@ def _table(conn: psycopg.Connection[Any], table_name: Callable[[str], str], pref
     return name
 
 
+def _record_raw_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The record counts of the raw chunks copy-binary writes (none: every batch typed)."""
+    raw: list[int] = []
+    real = CopyBinary.write_raw
+
+    def write_raw(self: CopyBinary, data: bytes, records: int) -> None:
+        raw.append(records)
+        real(self, data, records)
+
+    monkeypatch.setattr(CopyBinary, "write_raw", write_raw)
+    return raw
+
+
+def _assert_same_rows(conn: psycopg.Connection[Any], one: str, other: str) -> None:
+    a, b = sql.Identifier(one), sql.Identifier(other)
+    for x, y in ((a, b), (b, a)):
+        diff = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {}) d")
+                            .format(x, y)).fetchone()
+        assert diff == (0,)
+
+
 def _load(src: Path, table: str, dsn: str, strategy: str = "copy-binary", log: list[str] | None = None) -> Any:
     spec = LoadSpec(SourceOptions(str(src)), TargetSpec(table), strategy=strategy, batch_rows=500, dsn=dsn)
     return LoadJob(spec, on_log=(log.append if log is not None else None)).run()
@@ -94,11 +115,8 @@ def test_both_parts_store_what_copy_csv_stores(
     assert result.rows_read == result.rows_loaded == 4000
     assert any("warm start" in line for line in log), log
     _load(src, reference, dsn, strategy="copy-csv")
-    a, b = sql.Identifier(warm), sql.Identifier(reference)
-    for x, y in ((a, b), (b, a)):
-        diff = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {}) d")
-                            .format(x, y)).fetchone()
-        assert diff == (0,)
+    _assert_same_rows(conn, warm, reference)
+    a = sql.Identifier(warm)
     ids = conn.execute(sql.SQL("SELECT count(DISTINCT id), min(id), max(id) FROM {}").format(a)).fetchone()
     assert ids == (4000, 0, 3999)
 
@@ -173,9 +191,7 @@ def test_small_files_are_typed_from_the_first_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Under WARM_MIN_BYTES copy-binary sends every batch typed, as it always did."""
-    raw: list[int] = []
-    real = CopyBinary.write_raw
-    monkeypatch.setattr(CopyBinary, "write_raw", lambda self, data, n: (raw.append(n), real(self, data, n))[1])
+    raw = _record_raw_writes(monkeypatch)
     src = _file(tmp_path, 2000)
     table = _table(conn, table_name, "warm_small")
     assert _load(src, table, dsn).rows_loaded == 2000
@@ -193,9 +209,7 @@ def test_no_warm_start_once_the_libraries_are_loaded(
 
     monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
     monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
-    raw: list[int] = []
-    real = CopyBinary.write_raw
-    monkeypatch.setattr(CopyBinary, "write_raw", lambda self, data, n: (raw.append(n), real(self, data, n))[1])
+    raw = _record_raw_writes(monkeypatch)
     src = _file(tmp_path, 4000)
     table = _table(conn, table_name, "warm_loaded")
     assert _load(src, table, dsn).rows_loaded == 4000
@@ -216,11 +230,8 @@ def test_a_sniffed_null_marker_means_the_same_in_both_parts(
     _load(src, warm, dsn)
     assert held["raw"] >= 3 and held["binary"] > 0
     _load(src, reference, dsn, strategy="copy-csv")
-    a, b = sql.Identifier(warm), sql.Identifier(reference)
-    for x, y in ((a, b), (b, a)):
-        diff = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {}) d")
-                            .format(x, y)).fetchone()
-        assert diff == (0,)
+    _assert_same_rows(conn, warm, reference)
+    a = sql.Identifier(warm)
     got = conn.execute(sql.SQL("SELECT count(*) FILTER (WHERE qty IS NULL), count(*) FILTER (WHERE name = 'NA'),"
                                " count(*) FILTER (WHERE name IS NULL) FROM {}").format(a)).fetchone()
     assert got == (800, 1334, 0)
