@@ -220,14 +220,19 @@ def stream_batches(
         for batch, mapped, prepared in batches:
             job.cancel.check()
             plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself
-            job._batch_first, job._last_frame = batch.first_row, mapped
-            if hasattr(strategy, "lines"):
-                strategy.lines = batch.lines
-            job.rows_read += batch.frame.height
-            job.rows_loaded += strategy.write_prepared(prepared, mapped)
-            job.bytes_read = batch.bytes_read
-            job._emit(Phase.LOADING)
+            send_prepared(job, strategy, batch, mapped, prepared)
     plan.source.check_unchanged()
+
+
+def send_prepared(job: LoadJob, strategy: Strategy, batch: Batch, mapped: pl.DataFrame, prepared: object) -> None:
+    """Send one mapped and encoded batch, and count it (also core.warm_start's parsed part)."""
+    job._batch_first, job._last_frame = batch.first_row, mapped
+    if hasattr(strategy, "lines"):
+        strategy.lines = batch.lines
+    job.rows_read += batch.frame.height
+    job.rows_loaded += strategy.write_prepared(prepared, mapped)
+    job.bytes_read = batch.bytes_read
+    job._emit(Phase.LOADING)
 
 def stream_raw(
     job: LoadJob, strategy: Strategy, plan: Plan) -> None:

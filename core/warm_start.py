@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from core import mapping as mp
 from core.events import Phase
 from core.sources.base import Batch, RawChunk
-from core.stages import Prefetch
+from core.stages import Prefetch, send_prepared
 
 if TYPE_CHECKING:
     from core.job import LoadJob
@@ -62,12 +62,10 @@ def stream_warm(job: LoadJob, strategy: Strategy, plan: Plan) -> None:
                 job.rows_read += prepared
                 job.rows_loaded += prepared
                 warm_rows += prepared
+                job.bytes_read = item.bytes_read
+                job._emit(Phase.LOADING)
             else:
-                job._batch_first, job._last_frame = item.first_row, mapped
-                job.rows_read += item.frame.height
-                job.rows_loaded += strategy.write_prepared(prepared, mapped)
-            job.bytes_read = item.bytes_read
-            job._emit(Phase.LOADING)
+                send_prepared(job, strategy, item, mapped, prepared)
     source.check_unchanged()
     if warm_rows:
         job.on_log(f"copy-binary: the first {warm_rows:,} rows went as the file's own CSV while the binary "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -51,21 +52,18 @@ def records_and_lines(data: bytes, quote: bytes) -> tuple[int, int]:
         lines = data.count(b"\n")
         return lines + last, lines
     if len(quote) == 1:
-        data = data.translate(None, _NOT_NEWLINE_OR.get(quote) or _not_newline_or(quote))
+        data = data.translate(None, _not_newline_or(quote))
     lines = data.count(b"\n")
     if len(quote) == 1:
         data = data.replace(quote + quote, b"")
     return sum(part.count(b"\n") for part in data.split(quote)[::2]) + last, lines
 
 
-_NOT_NEWLINE_OR: dict[bytes, bytes] = {}
-
-
+@functools.lru_cache(maxsize=8)
 def _not_newline_or(quote: bytes) -> bytes:
     """Every byte but the newline and `quote`: what count_records drops before counting."""
     keep = b"\n" + quote
-    drop = _NOT_NEWLINE_OR[quote] = bytes(b for b in range(256) if b not in keep)
-    return drop
+    return bytes(b for b in range(256) if b not in keep)
 
 
 def raw_text_columns(plan: Plan) -> list[str]:
