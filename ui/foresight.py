@@ -41,6 +41,9 @@ class Foresight(QObject):
                        t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged,
                        window.mapping.modelReset, window.mapping.dataChanged):
             signal.connect(self.schedule)
+        # A plan belongs to one server: a switch clears it at once, and the new server's table list asks again.
+        t.conn_combo.currentTextChanged.connect(self._on_connection_changed)
+        window.database_ready.connect(self.schedule)
         # A run started before the plan was said (a profile run at once, Ctrl+R right after
         # picking) left the line empty: once it ends, say the plan for the next one.
         window.run_ended.connect(self.schedule)
@@ -49,17 +52,23 @@ class Foresight(QObject):
         self._gen += 1  # an answer on its way is stale from now on
         self._timer.start()
 
+    def _on_connection_changed(self, _text: str) -> None:
+        if self.w.runs.job is None:
+            self.w.run_panel.clear_plan("Plan: connecting to the server to work out the plan…")
+
     def stop(self) -> None:
         self._timer.stop()
         self._gen += 1
 
     def _ask(self) -> None:
         w = self.w
-        if w.runs.job is not None or w.source_info is None or not w.table_combo.currentText().strip():
-            return  # nothing to say yet, or a run is on (it says its own choice)
-        spec = w.current_spec()
-        if spec.dsn is None:
+        if w.runs.job is not None:
+            return  # a run is on (it says its own choice)
+        if w.source_info is None or not w.table_combo.currentText().strip():
+            w.run_panel.clear_plan()  # nothing to say yet, and an earlier plan no longer holds
             return
+        # No DSN is the embedded server: the engine starts it (on the worker) like a run would.
+        spec = w.current_spec()
         gen = self._gen
         if spec.target.mode is LoadMode.CREATE and w.table_exists():
             self._answer(gen, "cannot run: " + exists_text(spec))  # known here, no need to ask the engine

@@ -25,6 +25,8 @@ from ui import progress_bar
 from ui.charts import ThroughputChart
 from ui.table_models import RejectsModel
 
+NO_PLAN = "Plan: pick a file and a table, and the plan for the run shows here."
+
 
 class RunPanel(QGroupBox):
     """Widgets and how a run shows; the run controller decides what to show."""
@@ -66,7 +68,7 @@ class RunPanel(QGroupBox):
         self.show_counters(0, 0, 0)
         left.addWidget(self.counters)
         # What the next run will do (ui.foresight fills it in): auto's pick, the protocol, why.
-        self.plan_label = QLabel("Plan: pick a file and a table, and the plan for the run shows here.")
+        self.plan_label = QLabel(NO_PLAN)
         self.plan_label.setWordWrap(True)
         self.plan_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # Three lines at least, even in a 700 px high window (the log gives way); the tooltip has it all.
@@ -139,6 +141,11 @@ class RunPanel(QGroupBox):
     def show_plan(self, text: str) -> None:
         self.plan_label.setText(f"<b>Plan:</b> {html.escape(text)}")
         self.plan_label.setToolTip(text)
+
+    def clear_plan(self, text: str = NO_PLAN) -> None:
+        """No plan to show (yet): never the plan of another file, table or server."""
+        self.plan_label.setText(text)
+        self.plan_label.setToolTip("")
 
     def show_failed(self, text: str) -> None:
         """A run that failed: an empty bar saying so in red, never a full "done"-looking one."""
