@@ -41,6 +41,12 @@ class Foresight(QObject):
                        t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged,
                        window.mapping.modelReset, window.mapping.dataChanged):
             signal.connect(self.schedule)
+        # What auto chose for the last run is stale once the user changes the settings, the table or the
+        # server (not the mapping or mode a create run switches by itself: the note stays after that run).
+        for signal in (g.commit_combo.currentIndexChanged, g.policy_combo.currentIndexChanged,
+                       g.batch_spin.valueChanged, g.workers_spin.valueChanged, t.table_combo.currentTextChanged,
+                       t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged):
+            signal.connect(self._on_setup_changed)
         # A plan belongs to one server: a switch clears it at once, and the new server's table list asks again.
         t.conn_combo.currentTextChanged.connect(self._on_connection_changed)
         window.database_ready.connect(self.schedule)
@@ -51,6 +57,10 @@ class Foresight(QObject):
     def schedule(self, *_args: Any) -> None:
         self._gen += 1  # an answer on its way is stale from now on
         self._timer.start()
+
+    def _on_setup_changed(self, *_args: Any) -> None:
+        if self.w.runs.job is None:
+            self.w.strategy_panel.forget_choice()
 
     def _on_connection_changed(self, _text: str) -> None:
         if self.w.runs.job is None:

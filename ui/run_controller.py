@@ -58,11 +58,11 @@ def _load_summary(result: LoadResult, rate: str) -> str:
     if not result.resumed_from:
         return (f"Loaded {_rows(result.rows_loaded)} in {result.seconds:.2f} s ({rate}) with {result.strategy}."
                 + rejected)
-    # rows_loaded counts the earlier run's committed rows too: say both.
+    # rows_loaded counts the earlier run's committed rows too: say both. The rate is this run's rows
+    # loaded in this run's seconds (result.rows_per_s), as in the counters and the History.
     this_run = max(result.rows_read - result.resumed_from, 0)
-    own_rate = f"{this_run / result.seconds:,.0f} rows/s" if result.seconds > 0 else rate  # not the earlier rows
     return (f"Resumed after {result.resumed_from:,} source rows committed earlier: this run went through the "
-            f"other {_rows(this_run)} in {result.seconds:.2f} s ({own_rate}) with {result.strategy}; "
+            f"other {_rows(this_run)} in {result.seconds:.2f} s ({rate}) with {result.strategy}; "
             f"{_rows(result.rows_loaded)} of this file are now in the table.{rejected}")
 
 
@@ -212,6 +212,7 @@ class RunController(QObject):
         self.kind = "check" if dry_run else "load"
         self.last_progress = None
         self.p.clear_for_run()
+        self.w.strategy_panel.forget_choice()  # the last run's pick; this run's is said when it ends
         verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
         self.p.log_line(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
@@ -249,13 +250,17 @@ class RunController(QObject):
         self.p.show_progress(p)
 
     def _end_run(self, outcome: str, read: int, loaded: int, rejected: int, *, seconds: float | None = None,
-                 note: str = "", strategy: str | None = None) -> None:
-        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree."""
+                 note: str = "", strategy: str | None = None, loaded_before: int = 0) -> None:
+        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree.
+
+        `loaded_before`: of `loaded`, the rows an earlier run committed (a resumed run): not in the rate.
+        """
         spec = self.spec
         assert spec is not None
         if seconds is None and self.last_progress is not None:
             seconds = self.last_progress.elapsed  # a run that stopped: how long it went
-        rate = f"{loaded / seconds:,.0f}" if seconds and loaded else ""
+        own = loaded - loaded_before  # this run's rows in this run's seconds, as the summary says
+        rate = f"{own / seconds:,.0f}" if seconds and own > 0 else ""
         self.p.set_running(False)
         self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
         self.history.add((
@@ -275,7 +280,8 @@ class RunController(QObject):
         p.progress.setFormat("checked: rolled back" if check else "done")
         rate = f"{result.rows_per_s:,.0f} rows/s"
         if result.load_seconds:
-            rate += f"; {result.rows_loaded / result.load_seconds:,.0f} rows/s while loading"
+            own = result.rows_loaded - result.loaded_before  # a resumed run's earlier rows took none of it
+            rate += f"; {own / result.load_seconds:,.0f} rows/s while loading"
         if check:
             bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
                    if result.rows_rejected else "none would be rejected")
@@ -290,7 +296,8 @@ class RunController(QObject):
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
         note = f"would load {result.rows_loaded:,}; rolled back" if check else (result.reject_file or "")
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
-                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result))
+                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result),
+                      loaded_before=0 if check else result.loaded_before)
         if check:
             self.w.check_finished.emit(result)
             return
@@ -362,7 +369,8 @@ class RunController(QObject):
             self.p.summary.setText(
                 f"{'Failed' if outcome == 'failed' else 'Stopped'}. {loaded:,} rows from the batches committed "
                 f"so far stay in the table ({read:,} source rows done); Resume continues.")
-            self._end_run(outcome, read, loaded, rejected, note=note)
+            before = self.last_progress.loaded_before if self.last_progress is not None else 0
+            self._end_run(outcome, read, loaded, rejected, note=note, loaded_before=min(before, loaded))
             then()
 
         def failed(message: str) -> None:
