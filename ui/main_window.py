@@ -233,6 +233,7 @@ class MainWindow(QMainWindow):
         self._propose_table = new_file and not keep_target
         if new_file:
             self.mapping.reset_edits()  # edits belong to the file they were made on
+            self.maps.ddl.forget_edit()
             if self.runs.job is None and not self.runs.starting:
                 self.run_panel.clear_result()  # the last file's result is not this one's
                 self.strategy_panel.forget_choice()

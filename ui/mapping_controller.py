@@ -15,9 +15,10 @@ from PySide6.QtCore import QObject, Qt
 
 from core.db import TableRef
 from core.mapping import match_by_name
-from core.preview import SourceInfo, TableSize, ddl_preview, inspect_table, table_size
+from core.preview import SourceInfo, TableSize, inspect_table, table_size
 from core.script_mapping import positional_maps
 from core.spec import ColumnMap, LoadMode
+from ui.ddl_box import DdlBox
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -31,6 +32,7 @@ class MappingController(QObject):
         self.w = window
         self._gen = 0  # the newest mapping request; older table look-ups are dropped
         self.pending = False  # the existing table's columns are on their way: a run waits for them
+        self.ddl = DdlBox(window.target_panel)
 
     def rebuild(self) -> None:
         w = self.w
@@ -138,10 +140,7 @@ class MappingController(QObject):
         w.mapping_panel.show_unmatched(w.mapping.unmatched())
         table = w.table_combo.currentText().strip()
         if table and w.mapping.maps and any(m.include for m in w.mapping.maps):
-            try:
-                w.ddl_edit.setPlainText(ddl_preview(TableRef(table, w.targets.schema()), w.mapping.maps))
-            except Exception as exc:  # noqa: BLE001 - a bad type name typed by the user
-                w.ddl_edit.setPlainText(f"-- {exc}")
+            self.ddl.follow(TableRef(table, w.targets.schema()), w.mapping.maps)  # a hand edit is kept
 
 
 def new_table_maps(info: SourceInfo) -> list[ColumnMap]:
