@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.spec import LoadMode
+from ui.mapping_controller import left_out_text
 from ui.run_controller import exists_text
 
 if TYPE_CHECKING:
@@ -95,7 +96,12 @@ class Foresight(QObject):
 
             return LoadJob(spec).foresee().describe()
 
-        w.background(foresee, lambda text: self._answer(gen, text), lambda msg: self._answer(gen, f"cannot run: {msg}"))
+        left = w.maps.left_out() if spec.target.mode is LoadMode.CREATE else []
+        # A create that leaves out columns of the file says which (unticks made for another table carry over).
+        # First, so a short plan line shows it too.
+        note = f"creates the table without the file's {left_out_text(left)}; " if left else ""
+        w.background(foresee, lambda text: self._answer(gen, note + text),
+                     lambda msg: self._answer(gen, f"cannot run: {msg}"))
 
     def _answer(self, gen: int, text: str) -> None:
         if gen != self._gen:

@@ -97,6 +97,14 @@ class MappingController(QObject):
                 missing.append(name)
         return missing
 
+    def left_out(self) -> list[str]:
+        """The file's columns the mapping leaves out (unticked, perhaps to fit another table)."""
+        info = self.w.source_info
+        if info is None:
+            return []
+        taken = {m.source for m in self.w.mapping.maps if m.include and m.source}
+        return [c for c in info.columns if c not in taken]
+
     def table_created(self) -> None:
         """A create-mode load made the target: it is known at once, and the next run appends."""
         w = self.w
@@ -141,6 +149,11 @@ class MappingController(QObject):
         table = w.table_combo.currentText().strip()
         if table and w.mapping.maps and any(m.include for m in w.mapping.maps):
             self.ddl.follow(TableRef(table, w.targets.schema()), w.mapping.maps)  # a hand edit is kept
+
+
+def left_out_text(columns: list[str]) -> str:
+    """"columns b, c (unticked in the mapping)": the file's columns a create leaves out."""
+    return f"column{'s' if len(columns) != 1 else ''} {', '.join(columns)} (unticked in the mapping)"
 
 
 def new_table_maps(info: SourceInfo) -> list[ColumnMap]:

@@ -24,6 +24,7 @@ from core.job import LoadJob, LoadResult
 from core.preview import TableSize, committed, table_size
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from ui import dialogs
+from ui.mapping_controller import left_out_text
 from ui.table_models import HistoryModel
 from ui.worker import Job
 
@@ -206,7 +207,25 @@ class RunController(QObject):
         self._confirmed.add((spec.source.path, spec.target.schema, spec.target.table))
         self._launch(spec, restart=restart)
 
+    def _left_out_refused(self, spec: LoadSpec) -> bool:
+        """A create that leaves out columns of the file asks first (True: the user said no)."""
+        left = self.w.maps.left_out() if spec.target.mode is LoadMode.CREATE and not self.w.table_exists() else []
+        if not left:
+            return False
+        info = self.w.source_info
+        total = len(info.columns) if info is not None else len(left)
+        ref = TableRef(spec.target.table, spec.target.schema or "public").display()
+        question = (f"Create {ref} without the file's {left_out_text(left)}?\n\nThe new table gets "
+                    f"{total - len(left)} of the file's {total} columns; tick a column in the mapping to keep it.")
+        if dialogs.ask(self.w, "Create a table that leaves out columns", question, "Create without them"):
+            return False
+        self.p.log_line(f"not started: the user did not create {ref} without {', '.join(left)}")
+        self.w.run_refused.emit(question)
+        return True
+
     def _launch(self, spec: LoadSpec, *, resume: bool = False, restart: bool = False, dry_run: bool = False) -> None:
+        if not dry_run and not resume and self._left_out_refused(spec):
+            return
         if spec.on_error is ErrorPolicy.SKIP and spec.reject_file is None:
             spec.reject_file = self._reject_file_for(spec, resume)
         self.kind = "check" if dry_run else "load"
