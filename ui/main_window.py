@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QHeaderView,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core import memory
 from core.preview import (
     SourceInfo,
     TableSize,
@@ -67,6 +68,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: Settings | None = None) -> None:
         super().__init__()
+        memory.limit_arenas()  # before the loads' threads: each would keep an arena of its own (core/memory.py)
         self.settings = settings or Settings.load()
         self.setWindowTitle("Sluice")
         self.setAcceptDrops(True)
@@ -164,6 +166,9 @@ class MainWindow(QMainWindow):
         t.mode_combo.currentTextChanged.connect(self._on_mapping_changed)
         self.run_panel.show_table_btn.clicked.connect(self.targets.show_table)
         self.compare_tab.finished.connect(self.runs.add_comparison)
+        # What a finished or stopped run held goes back to the system once the window has shown its end.
+        self.run_ended.connect(self._release_memory)
+        self.compare_tab.comparison_finished.connect(self._release_memory)
 
     def _build_menus(self) -> None:
         p = self.profiles
@@ -196,6 +201,9 @@ class MainWindow(QMainWindow):
         act.triggered.connect(lambda _checked=False: slot())
         menu.addAction(act)
         return act
+
+    def _release_memory(self, *_args: Any) -> None:
+        QTimer.singleShot(0, memory.release)
 
     # -- background work -------------------------------------------------------------------
 
