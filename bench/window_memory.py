@@ -1,9 +1,10 @@
 """The window's memory after many stopped loads (issue 24, item 21): RSS of an idle window.
 
     QT_QPA_PLATFORM=offscreen python -m bench.window_memory [--rows 3000000] [--loads 8] [--dsn DSN]
+                                                     [--strategy ID] [--finish]
 
 Generates a CSV of --rows rows (kept in the data directory), then drives the real window offscreen:
-each load starts (auto, into a new table), is stopped once about 40% of the file is read, and
+each load starts (--strategy, auto by default, into a new table), is stopped once about 40% of the file is read, and
 the window is left idle for a moment; VmRSS (/proc/self/status) is printed before the first load
 and after each. With --finish, the loads run to the end instead of being stopped.
 """
@@ -47,6 +48,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--loads", type=int, default=8)
     p.add_argument("--dsn")
     p.add_argument("--finish", action="store_true", help="let each load finish instead of stopping it")
+    p.add_argument("--strategy", default="auto")
     args = p.parse_args(argv)
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
@@ -73,6 +75,7 @@ def main(argv: list[str]) -> int:
             app.quit()
             return
         w.table_combo.setEditText(f"memtest_{uuid.uuid4().hex[:8]}")
+        w.set_strategy(args.strategy)
         QTimer.singleShot(400, start)
 
     def start() -> None:
