@@ -242,6 +242,7 @@ class MainWindow(QMainWindow):
         if new_file:
             self.mapping.reset_edits()  # edits belong to the file they were made on
             self.maps.ddl.forget_edit()
+            self.maps.profile_left_out = None
             if self.runs.job is None and not self.runs.starting:
                 self.run_panel.clear_result()  # the last file's result is not this one's
                 self.strategy_panel.forget_choice()
@@ -385,6 +386,7 @@ class MainWindow(QMainWindow):
                 c: (None if info.sample[c][0] is None else str(info.sample[c][0])) for c in info.columns}
             self.mapping.reset_edits()
             self.mapping.adopt_edits(cols)  # the profile's choices are the user's: they survive a rebuild
+            self.maps.profile_left_out = {c.source for c in cols if c.source and not c.include}
             self.maps.show([ColumnMap(**vars(c)) for c in cols], samples, info, self.mapping.table())
 
     # -- public actions (tests, menus and the Compare tab use these) ------------------------------

@@ -33,6 +33,8 @@ class MappingController(QObject):
         self._gen = 0  # the newest mapping request; older table look-ups are dropped
         self.pending = False  # the existing table's columns are on their way: a run waits for them
         self.ddl = DdlBox(window.target_panel)
+        # The columns an opened profile leaves out: said in the plan, but a create need not ask about them.
+        self.profile_left_out: set[str] | None = None
 
     def rebuild(self) -> None:
         w = self.w
