@@ -151,7 +151,7 @@ class RunController(QObject):
             question = verdict.question
             if info is not None and not info.rows_exact:
                 question += "\n\nThe file's row count is an estimate from its first rows."
-            if not dialogs.ask(w, verdict.title, question, verdict.yes):
+            if not dialogs.ask(w, verdict.title, question, verdict.yes, destructive=verdict.destructive):
                 self.p.log_line(f"not started: the user said no to: {question.splitlines()[0]}")
                 w.run_refused.emit(question)
                 return

@@ -25,6 +25,7 @@ class Verdict:
     question: str = ""
     yes: str = ""
     removed: int = 0
+    destructive: bool = False  # rows go or are overwritten: Cancel is the default button
 
 
 def _rows(n: int) -> str:
@@ -97,14 +98,14 @@ def judge(
                         f"{file_rows} ({script_rows}) loaded in their place.")
         question += "\n\nWith commit single, a failed or stopped run leaves them as they were."
         return Verdict(title="Truncate a table that has rows", question=question, yes="Truncate and load",
-                       removed=removed)
+                       removed=removed, destructive=True)
     if mode is LoadMode.UPSERT:
         keys = ", ".join(spec.target.key) or "its key"
         return Verdict(
             title="Upsert into a table that has rows",
             question=(f"Upsert {file_rows} into {ref.display()} ({size.text()})?\n\nRows whose {keys} is "
                       "already there are overwritten with the file's values."),
-            yes="Upsert")
+            yes="Upsert", destructive=True)
     if asked_append:
         return Verdict()
     question = f"Append {file_rows} to {ref.display()} ({size.text()})?"

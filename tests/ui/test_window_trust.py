@@ -264,3 +264,24 @@ def test_create_after_the_table_was_dropped_asks(
     w.answer = True
     _run(qtbot, w)
     assert _count(conn, table) == 3
+
+
+def test_enter_alone_never_empties_a_table(qtbot: Any) -> None:
+    """A destructive question defaults to Cancel; a plain one to its yes."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QWidget
+
+    from ui import dialogs
+
+    parent = QWidget()
+    qtbot.addWidget(parent)
+
+    def enter() -> None:
+        box = QApplication.activeModalWidget()
+        assert box is not None
+        qtbot.keyClick(box, Qt.Key.Key_Return)
+
+    QTimer.singleShot(0, enter)
+    assert dialogs.ask(parent, "Truncate", "Truncate t?", "Truncate and load", destructive=True) is False
+    QTimer.singleShot(0, enter)
+    assert dialogs.ask(parent, "Append", "Append to t?", "Append") is True
