@@ -27,7 +27,10 @@ def ask(parent: QWidget, title: str, text: str, yes: str, *, destructive: bool =
     icon = QMessageBox.Icon.Warning if destructive else QMessageBox.Icon.Question
     box = QMessageBox(icon, title, text, QMessageBox.StandardButton.Cancel, parent)
     yes_btn = box.addButton(yes, QMessageBox.ButtonRole.AcceptRole)
-    box.setDefaultButton(box.button(QMessageBox.StandardButton.Cancel) if destructive else yes_btn)
+    if destructive:
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    else:
+        box.setDefaultButton(yes_btn)
     box.exec()
     clicked = box.clickedButton()
     return clicked is yes_btn or (clicked is None and box.result() == QDialog.DialogCode.Accepted.value)
