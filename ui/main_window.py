@@ -237,6 +237,10 @@ class MainWindow(QMainWindow):
             self.mapping.reset_edits()  # edits belong to the file they were made on
             if not keep_target:
                 self.maps.mode_pinned = False  # a new file's table gets the mode its table suggests
+            self.maps.ddl.forget_edit()
+            if self.runs.job is None and not self.runs.starting:
+                self.run_panel.clear_result()  # the last file's result is not this one's
+                self.strategy_panel.forget_choice()
         self._load_preview(options or SourceOptions(path=path))
 
     _propose_table = False  # the next preview names the target after its file

@@ -25,6 +25,7 @@ from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.target_facts import TargetFacts, read_target_facts
 from ui import dialogs
+from ui.mapping_controller import left_out_text
 from ui.run_guard import judge
 from ui.table_models import HistoryModel
 from ui.worker import Job
@@ -53,11 +54,11 @@ def _load_summary(result: LoadResult, rate: str) -> str:
     if not result.resumed_from:
         return (f"Loaded {_rows(result.rows_loaded)} in {result.seconds:.2f} s ({rate}) with {result.strategy}."
                 + rejected)
-    # rows_loaded counts the earlier run's committed rows too: say both.
+    # rows_loaded counts the earlier run's committed rows too: say both. The rate is this run's rows
+    # loaded in this run's seconds (result.rows_per_s), as in the counters and the History.
     this_run = max(result.rows_read - result.resumed_from, 0)
-    own_rate = f"{this_run / result.seconds:,.0f} rows/s" if result.seconds > 0 else rate  # not the earlier rows
     return (f"Resumed after {result.resumed_from:,} source rows committed earlier: this run went through the "
-            f"other {_rows(this_run)} in {result.seconds:.2f} s ({own_rate}) with {result.strategy}; "
+            f"other {_rows(this_run)} in {result.seconds:.2f} s ({rate}) with {result.strategy}; "
             f"{_rows(result.rows_loaded)} of this file are now in the table.{rejected}")
 
 
@@ -217,7 +218,25 @@ class RunController(QObject):
         self.p.progress.setFormat("idle")
         self.w.on_background_failed(message)
 
+    def _left_out_refused(self, spec: LoadSpec) -> bool:
+        """A create that leaves out columns of the file asks first (True: the user said no)."""
+        left = self.w.maps.left_out() if spec.target.mode is LoadMode.CREATE and not self.w.table_exists() else []
+        if not left:
+            return False
+        info = self.w.source_info
+        total = len(info.columns) if info is not None else len(left)
+        ref = TableRef(spec.target.table, spec.target.schema or "public").display()
+        question = (f"Create {ref} without the file's {left_out_text(left)}?\n\nThe new table gets "
+                    f"{total - len(left)} of the file's {total} columns; tick a column in the mapping to keep it.")
+        if dialogs.ask(self.w, "Create a table that leaves out columns", question, "Create without them"):
+            return False
+        self.p.log_line(f"not started: the user did not create {ref} without {', '.join(left)}")
+        self.w.run_refused.emit(question)
+        return True
+
     def _launch(self, spec: LoadSpec, *, resume: bool = False, restart: bool = False, dry_run: bool = False) -> None:
+        if not dry_run and not resume and self._left_out_refused(spec):
+            return
         if spec.on_error is ErrorPolicy.SKIP and spec.reject_file is None:
             spec.reject_file = self._reject_file_for(spec, resume)
         self.kind = "check" if dry_run else "load"
@@ -226,6 +245,7 @@ class RunController(QObject):
             self.removed = 0
         self.last_progress = None
         self.p.clear_for_run()
+        self.w.strategy_panel.forget_choice()  # the last run's pick; this run's is said when it ends
         verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
         self.p.log_line(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
@@ -264,13 +284,17 @@ class RunController(QObject):
         self.p.show_progress(p)
 
     def _end_run(self, outcome: str, read: int, loaded: int, rejected: int, *, seconds: float | None = None,
-                 note: str = "", strategy: str | None = None) -> None:
-        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree."""
+                 note: str = "", strategy: str | None = None, loaded_before: int = 0) -> None:
+        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree.
+
+        `loaded_before`: of `loaded`, the rows an earlier run committed (a resumed run): not in the rate.
+        """
         spec = self.spec
         assert spec is not None
         if seconds is None and self.last_progress is not None:
             seconds = self.last_progress.elapsed  # a run that stopped: how long it went
-        rate = f"{loaded / seconds:,.0f}" if seconds and loaded else ""
+        own = loaded - loaded_before  # this run's rows in this run's seconds, as the summary says
+        rate = f"{own / seconds:,.0f}" if seconds and own > 0 else ""
         self.p.set_running(False)
         self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
         self.history.add((
@@ -290,7 +314,8 @@ class RunController(QObject):
         p.progress.setFormat("checked: rolled back" if check else "done")
         rate = f"{result.rows_per_s:,.0f} rows/s"
         if result.load_seconds:
-            rate += f"; {result.rows_loaded / result.load_seconds:,.0f} rows/s while loading"
+            own = result.rows_loaded - result.loaded_before  # a resumed run's earlier rows took none of it
+            rate += f"; {own / result.load_seconds:,.0f} rows/s while loading"
         if check:
             bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
                    if result.rows_rejected else "none would be rejected")
@@ -306,7 +331,8 @@ class RunController(QObject):
         note = f"would load {result.rows_loaded:,}; rolled back" if check else "; ".join(
             n for n in (self._mode_said().strip(), result.reject_file or "") if n)
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
-                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result))
+                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result),
+                      loaded_before=0 if check else result.loaded_before)
         if check:
             self.w.check_finished.emit(result)
             return
@@ -388,7 +414,8 @@ class RunController(QObject):
             self.p.summary.setText(
                 f"{'Failed' if outcome == 'failed' else 'Stopped'}. {loaded:,} rows from the batches committed "
                 f"so far stay in the table ({read:,} source rows done); Resume continues.")
-            self._end_run(outcome, read, loaded, rejected, note=note)
+            before = self.last_progress.loaded_before if self.last_progress is not None else 0
+            self._end_run(outcome, read, loaded, rejected, note=note, loaded_before=min(before, loaded))
             then()
 
         def failed(message: str) -> None:
