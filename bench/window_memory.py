@@ -16,6 +16,7 @@ import gc
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 from core.embedded import data_dir
 
@@ -80,8 +81,9 @@ def main(argv: list[str]) -> int:
 
     def start() -> None:
         w.start_run()
-        job = w.runs.job
-        if job is not None and not args.finish:
+
+    def started(job: Any) -> None:  # the job starts once the target is read again
+        if not args.finish:
             job.signals.progress.connect(lambda pr: (pr.fraction or 0) > 0.4 and w.stop_run())
 
     def ended() -> None:
@@ -101,6 +103,7 @@ def main(argv: list[str]) -> int:
         print(f"file open, before any load: {idle_rss():.0f} MB", flush=True)
         next_load()
 
+    w.run_started.connect(started)
     w.run_ended.connect(ended)
     w.source_ready.connect(opened)
     w.database_ready.connect(lambda: w.open_file(str(path)))

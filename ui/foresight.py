@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from core.db import TableRef
 from core.spec import LoadMode
 from ui.mapping_controller import left_out_text
-from ui.run_controller import exists_text
+from ui.run_guard import exists_text
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -82,7 +83,8 @@ class Foresight(QObject):
         spec = w.current_spec()
         gen = self._gen
         if spec.target.mode is LoadMode.CREATE and w.table_exists():
-            self._answer(gen, "cannot run: " + exists_text(spec))  # known here, no need to ask the engine
+            ref = TableRef(spec.target.table, spec.target.schema or "public")
+            self._answer(gen, "cannot run: " + exists_text(ref))  # known here, no need to ask the engine
             return
         missing = w.missing_script_tables()
         if missing:  # several tables load into tables that exist; the engine's plan does not look

@@ -15,9 +15,10 @@ from PySide6.QtCore import QObject, Qt
 
 from core.db import TableRef
 from core.mapping import match_by_name
-from core.preview import SourceInfo, TableSize, inspect_table, table_size
+from core.preview import SourceInfo, inspect_table, table_size
 from core.script_mapping import positional_maps
 from core.spec import ColumnMap, LoadMode
+from core.target_facts import TableSize
 from ui.ddl_box import DdlBox
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ class MappingController(QObject):
         self.w = window
         self._gen = 0  # the newest mapping request; older table look-ups are dropped
         self.pending = False  # the existing table's columns are on their way: a run waits for them
+        # A mode the user picked or a profile set: never changed by what the table list suggests.
+        self.mode_pinned = False
         self.ddl = DdlBox(window.target_panel)
         # The columns an opened profile leaves out: said in the plan, but a create need not ask about them.
         self.profile_left_out: set[str] | None = None
@@ -51,21 +54,22 @@ class MappingController(QObject):
             self.pending = False
             w.target_size = None
             self.show(new_table_maps(info), samples, info, None)
-            if table:
+            if table and not self.mode_pinned:
                 # A script's tables load together into tables that exist: append.
                 several = w.source_panel.all_script_tables()
                 w.mode_combo.setCurrentText((LoadMode.APPEND if several else LoadMode.CREATE).value)
             return
         # Onto an existing table: by name only (never by position, but for a script's unnamed columns).
-        ref, dsn = TableRef(table, w.schema_combo.currentText() or None), w.targets.dsn()
+        ref, dsn = TableRef(table, w.schema_combo.currentText() or "public"), w.targets.dsn()
 
         def look(*_a: Any) -> tuple[Any, TableSize | None]:
             return inspect_table(dsn, ref), table_size(dsn, ref)
 
         def on_columns(got: tuple[Any, TableSize | None]) -> None:
-            if gen != self._gen:
-                return  # the user moved on to another table or file
+            if gen != self._gen or dsn != w.targets.dsn():
+                return  # the user moved on to another table, file or server
             cols, w.target_size = got
+            w.targets.note_size(dsn, ref, w.target_size)
             self.pending = False
             if cols is None:
                 self.show(new_table_maps(info), samples, info, None)
@@ -77,7 +81,7 @@ class MappingController(QObject):
 
         self.pending = True
         w.background(look, on_columns, self._failed)
-        if w.mode_combo.currentText() == LoadMode.CREATE.value:
+        if w.mode_combo.currentText() == LoadMode.CREATE.value and not self.mode_pinned:
             w.mode_combo.setCurrentText(LoadMode.APPEND.value)
 
     def table_exists(self) -> bool:
@@ -110,6 +114,7 @@ class MappingController(QObject):
     def table_created(self) -> None:
         """A create-mode load made the target: it is known at once, and the next run appends."""
         w = self.w
+        self.mode_pinned = False  # the create asked for is done
         db = w.targets.db
         table = w.table_combo.currentText().strip()
         if db is not None and not self.table_exists():

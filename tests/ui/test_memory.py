@@ -93,8 +93,9 @@ def test_the_window_gives_memory_back_when_a_run_ends(
 
     before = len(jobs)
     with qtbot.waitSignal(w.run_ended, timeout=60_000):
-        w.start_run()
-        w._run_job.signals.progress.connect(stop_once_loading)
+        with qtbot.waitSignal(w.run_started, timeout=30_000) as started:  # after the table is read again
+            w.start_run()
+        started.args[0].signals.progress.connect(stop_once_loading)
     assert w.history.rows[-1][10] == "cancelled"
     qtbot.waitUntil(lambda: len(released) == 1, timeout=10_000)
     assert released == [sys.platform.startswith("linux")]  # glibc's free pages went back

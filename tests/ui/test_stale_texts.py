@@ -60,7 +60,8 @@ def test_auto_s_note_about_the_last_run_goes_when_the_set_up_changes(
     w.table_combo.setEditText(w.table_combo.currentText())  # no change: the note stays
     assert "auto chose" in help_label.text()
     with qtbot.waitSignal(w.run_ended, timeout=60_000):
-        w.start_run()
+        with qtbot.waitSignal(w.run_started, timeout=30_000):  # after the table is read again
+            w.start_run()
         w.stop_run()
     assert "auto chose" not in help_label.text()
     # A run of another strategy, then auto again: still no note about an earlier auto run.
@@ -98,8 +99,9 @@ def test_the_eta_is_beside_the_rate_not_under_the_bar_s_fill(
         seen.append((w.progress.format(), w.counters.text()))
 
     with qtbot.waitSignal(w.run_finished, timeout=120_000):
-        w.start_run()
-        w._run_job.signals.progress.connect(on_progress)
+        with qtbot.waitSignal(w.run_started, timeout=30_000) as started:  # after the table is read again
+            w.start_run()
+        started.args[0].signals.progress.connect(on_progress)
     loading = [(bar, counters) for bar, counters in seen if bar.startswith("loading")]
     assert loading
     for bar, counters in loading:
@@ -125,14 +127,16 @@ def test_a_resumed_runs_rate_is_the_same_in_counters_summary_and_history(
             w.stop_run()
 
     with qtbot.waitSignal(w.run_cancelled, timeout=60_000):
-        w.start_run()
-        w._run_job.signals.progress.connect(stop_once_loading)
+        with qtbot.waitSignal(w.run_started, timeout=30_000) as started:  # after the table is read again
+            w.start_run()
+        started.args[0].signals.progress.connect(stop_once_loading)
     committed = _count(conn, table)
     assert committed >= 10_000
     rates: list[float] = []
     with qtbot.waitSignal(w.run_finished, timeout=120_000) as done:
-        w.resume_btn.click()
-        w._run_job.signals.progress.connect(lambda p: rates.append((p.rows_per_s, p.rows_loaded, p.elapsed)))
+        with qtbot.waitSignal(w.run_started, timeout=30_000) as started:  # after the table is read again
+            w.resume_btn.click()
+        started.args[0].signals.progress.connect(lambda p: rates.append((p.rows_per_s, p.rows_loaded, p.elapsed)))
     result = done.args[0]
     assert result.loaded_before == committed
     own = f"{(30_000 - committed) / result.seconds:,.0f}"
