@@ -164,6 +164,12 @@ class MainWindow(QMainWindow):
         t.mode_combo.currentTextChanged.connect(self._on_mapping_changed)
         self.run_panel.show_table_btn.clicked.connect(self.targets.show_table)
         self.compare_tab.finished.connect(self.runs.add_comparison)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+
+    def _on_tab_changed(self, index: int) -> None:
+        if self.tabs.widget(index) is self.history_view:
+            self.history.refresh()  # runs of the command line since the last look
+            self.history_view.scrollToBottom()  # the newest run
 
     def _build_menus(self) -> None:
         p = self.profiles
@@ -175,6 +181,7 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "&Save profile…", QKeySequence.StandardKey.Save, p.on_save_profile)
         self.recent_profiles_menu = file_menu.addMenu("Recent profiles")
         self._action(file_menu, "Export &history as CSV…", None, p.on_export_history)
+        self._action(file_menu, "C&lear history…", None, self.runs.clear_history)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         map_menu = self.menuBar().addMenu("&Mapping")
