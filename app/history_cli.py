@@ -43,7 +43,7 @@ def remember_error(spec: LoadSpec, job: LoadJob, exc: SluiceError) -> None:
     loaded = 0 if spec.commit is CommitMode.SINGLE else None
     chosen = job.chosen.strategy if job.chosen is not None else None
     _keep(from_failure(spec, chosen=chosen, outcome=outcome, note=str(exc), origin="cli",
-                       rows_read=job.rows_read or None, rows_loaded=loaded))
+                       rows_read=job.rows_read or None, rows_loaded=loaded, rows_rejected=loaded))
 
 
 def _cell(v: object) -> str:

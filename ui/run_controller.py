@@ -11,8 +11,7 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QUrl
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox
 
 from core.db import TableRef
@@ -25,6 +24,7 @@ from core.preview import TableSize, committed, table_size
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from ui import dialogs
 from ui.history_model import HistoryModel
+from ui.reject_files import RejectFiles
 from ui.worker import Job
 
 if TYPE_CHECKING:
@@ -75,14 +75,13 @@ class RunController(QObject):
         self.last_progress: Progress | None = None
         self.starting = False  # waiting for the table's size or the user's yes
         self._confirmed: set[tuple[str, str | None, str]] = set()  # (file, schema, table) appends allowed
-        self._reject_files: dict[tuple[str, str], str] = {}  # (file, table) -> reject file of its last run
+        self.reject_files = RejectFiles(window)  # the folder reject files go to, and the buttons on them
         p = self.p
         p.run_btn.clicked.connect(lambda: self.start_run())
         p.stop_btn.clicked.connect(self.stop_run)
         p.check_btn.clicked.connect(self.check_run)
         p.resume_btn.clicked.connect(lambda: self.start_run(resume=True))
         p.restart_btn.clicked.connect(lambda: self.start_run(restart=True))
-        p.open_rejects_btn.clicked.connect(self._on_open_rejects_clicked)
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -228,19 +227,8 @@ class RunController(QObject):
         return engine
 
     def _reject_file_for(self, spec: LoadSpec, resume: bool) -> str:
-        """A new reject file per run (never overwriting an earlier one); a resumed run goes on in its own."""
-        key = (spec.source.path, spec.target.table)
-        if resume and key in self._reject_files:
-            return self._reject_files[key]
-        src = Path(spec.source.path)
-        stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}"
-        path = src.with_name(f"{src.name}.rejects-{stamp}.csv")
-        n = 2
-        while path.exists():
-            path = src.with_name(f"{src.name}.rejects-{stamp}-{n}.csv")
-            n += 1
-        self._reject_files[key] = str(path)
-        return str(path)
+        """A new reject file per run in the reject folder, never beside the data file unasked."""
+        return self.reject_files.file_for(spec, resume)
 
     # -- while it runs and when it ends -----------------------------------------------------------
 
@@ -387,10 +375,6 @@ class RunController(QObject):
             then()
 
         self.w.background(lambda *_a: committed(dsn, path, ref), done, failed)
-
-    def _on_open_rejects_clicked(self) -> None:
-        if self.p.rejects.path:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(self.p.rejects.path))
 
     def clear_history(self) -> None:
         """Forget every run kept (after a question naming how many); tables and files are not touched."""

@@ -99,10 +99,10 @@ def test_a_headless_load_shows_in_the_window_and_clear_asks_first(
     w.answer = False
     _menu_action(w, "C&lear history…").trigger()
     assert "Forget all 1 run in the history" in w.messages[-1]
-    assert h.rowCount() == 1 and _new_window(qtbot).history.rowCount() == 1
+    assert h.rowCount() == 1 and h.store.count() == 1
     w.answer = True
     _menu_action(w, "C&lear history…").trigger()
-    assert h.rowCount() == 0 and _new_window(qtbot).history.rowCount() == 0
+    assert h.rowCount() == 0 and h.store.count() == 0 and h.store.entries() == []  # the file too
     # Export as CSV still works, with the Mode column.
     out = tmp_path / "h.csv"
     assert cli_main(["load", str(path), "--table", table, "--dsn", dsn]) == 0
