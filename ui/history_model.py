@@ -64,9 +64,11 @@ class HistoryModel(QAbstractTableModel):
             self._append(new)
 
     def add(self, entry: Entry) -> None:
-        """Keep a run of this window and show it."""
-        kept = self._guard(lambda: self.store.add(entry))
-        self._append([kept or entry])
+        """Keep a run of this window and show it, after any the command line kept since the last look."""
+        if self._guard(lambda: self.store.add(entry)) is None:
+            self._append([entry])  # this session only; `problem` says why
+            return
+        self.refresh()
 
     def kept(self) -> int:
         """How many runs the file holds (at least those shown)."""

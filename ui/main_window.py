@@ -120,6 +120,7 @@ class MainWindow(QMainWindow):
         hist.setWordWrap(False)
         header = hist.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setResizeContentsPrecision(0)  # sized to the rows in sight: a long kept history opens at once
         header.setStretchLastSection(True)  # the error text gets the rest; whole text in the tooltip
         self.history_view: QTableView = hist
         tabs.addTab(hist, "History")

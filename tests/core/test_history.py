@@ -102,6 +102,9 @@ def test_a_newer_file_is_read_but_not_written_and_a_broken_one_is_said(tmp_path:
     broken.write_bytes(b"not a database at all" * 100)
     with pytest.raises(HistoryError, match="cannot be used"):
         History(broken).entries()
+    # The next run's write puts the broken file aside and starts a new history.
+    assert History(broken).add(_entry(3)).id == 1 and len(History(broken).entries()) == 1
+    assert [p.name for p in tmp_path.glob("broken.sqlite3.broken-*")]
 
 
 def test_a_two_table_script_lists_each_table_and_its_rows(

@@ -111,3 +111,24 @@ def test_a_headless_load_shows_in_the_window_and_clear_asks_first(
     w.export_history(str(out))
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("Time,Kind,File,Table,Mode,Strategy,Read,Loaded") and ",append,auto → " in lines[1]
+
+
+def test_a_run_of_the_window_comes_after_a_headless_one_kept_meanwhile(qtbot: Any, tmp_path: Path) -> None:
+    from core.history import Entry, History
+    from ui.history_model import HistoryModel
+
+    path = tmp_path / "h.sqlite3"
+    model = HistoryModel(History(path))
+    assert model.rowCount() == 0
+    History(path).add(Entry("load", "/d/cli.csv", "public.t", "append", "copy-csv", "loaded", origin="cli"))
+    model.add(Entry("load", "/d/win.csv", "public.t", "truncate", "copy-csv", "loaded"))
+    assert [r[2] for r in model.rows] == ["cli.csv", "win.csv"]  # neither lost, in the order they ran
+    model.refresh()
+    assert model.rowCount() == 2
+    # A history file that cannot be written: the run still shows, and why it is not kept is said.
+    broken = tmp_path / "broken.sqlite3"
+    broken.write_bytes(b"not a database" * 100)
+    model = HistoryModel(History(broken))
+    assert "cannot be used" in model.problem
+    model.add(Entry("load", "/d/x.csv", "public.t", "append", "copy-csv", "loaded"))
+    assert model.rows[-1][2] == "x.csv"
