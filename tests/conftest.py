@@ -100,7 +100,7 @@ def table_name(conn: psycopg.Connection[Any]) -> Iterator[Callable[[str], str]]:
         return name
 
     yield make
-    for name in made:
+    for name in reversed(made):  # later tables may reference earlier ones
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
