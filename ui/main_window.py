@@ -365,6 +365,7 @@ class MainWindow(QMainWindow):
             commit=CommitMode(self.commit_combo.currentText()),
             on_error=ErrorPolicy(self.policy_combo.currentText()),
             reject_limit=self.strategy_panel.reject_limit(),
+            reject_limit_pct=self.strategy_panel.reject_limit_pct(),
             columns=[ColumnMap(**vars(m)) for m in self.mapping.maps] or None,
             dsn=self.targets.dsn(),
         )
@@ -382,7 +383,7 @@ class MainWindow(QMainWindow):
         self.strategy_panel.set_batch_rows(spec.batch_rows)  # none in the profile: back to "default"
         self.commit_combo.setCurrentText(spec.commit.value)
         self.policy_combo.setCurrentText(spec.on_error.value)
-        self.strategy_panel.set_reject_limit(spec.reject_limit)
+        self.strategy_panel.set_reject_limit(spec.reject_limit, spec.reject_limit_pct)
         self._pending_columns = spec.columns
         self.source_ready.connect(self._on_profile_source_ready, Qt.ConnectionType.SingleShotConnection)
         self.open_file(spec.source.path, spec.source, keep_target=True)

@@ -81,7 +81,15 @@ def test_reject_limit_stops_the_run_and_is_saved_in_profiles(
     g.reject_limit_spin.setValue(-1)
     with qtbot.waitSignal(w.source_ready, timeout=30_000):
         w.open_profile(saved)
-    assert g.reject_limit() == 0
+    assert g.reject_limit() == 0 and not g.reject_pct_label.isVisibleTo(g)
+    # A percentage limit (a profile key with no flag) is said beside the box and kept when saved again.
+    spec, _rest = profile.load(saved)
+    spec.reject_limit_pct = 5.0
+    profile.save(spec, saved)
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        w.open_profile(saved)
+    assert g.reject_pct_label.isVisibleTo(g) and "5%" in g.reject_pct_label.text()
+    assert profile.load(w.save_profile(str(tmp_path / "again.toml")))[0].reject_limit_pct == 5.0
     w.policy_combo.setCurrentText("abort")
     assert not g.reject_limit_spin.isEnabled() and not g.reject_folder_edit.isEnabled()
 

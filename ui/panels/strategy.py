@@ -132,6 +132,10 @@ class StrategyPanel(QGroupBox):
         self.reject_open_btn.setToolTip("Open the reject folder in the file manager")
         limit = QHBoxLayout()
         limit.addWidget(self.reject_limit_spin, 1)
+        # A profile's percentage limit (reject_limit_pct: no flag, no box of its own): shown and kept.
+        self.reject_pct_label = QLabel()
+        self.reject_pct_label.setVisible(False)
+        limit.addWidget(self.reject_pct_label)
         limit.addStretch(1)
         form.addRow("Reject limit", limit)
         folder = QHBoxLayout()
@@ -144,15 +148,26 @@ class StrategyPanel(QGroupBox):
 
     def _on_policy_changed(self, *_args: object) -> None:
         skip = self.policy_combo.currentText() == ErrorPolicy.SKIP.value
-        for w in (self.reject_limit_spin, self.reject_folder_edit, self.reject_browse_btn):
+        for w in (self.reject_limit_spin, self.reject_pct_label, self.reject_folder_edit, self.reject_browse_btn):
             w.setEnabled(skip)
 
     def reject_limit(self) -> int | None:
         value = self.reject_limit_spin.value()
         return None if value < 0 else value
 
-    def set_reject_limit(self, limit: int | None) -> None:
+    _reject_pct: float | None = None
+
+    def reject_limit_pct(self) -> float | None:
+        return self._reject_pct
+
+    def set_reject_limit(self, limit: int | None, pct: float | None = None) -> None:
+        """A profile's limits: a count in the box; a percentage said beside it and kept for the run and the save."""
         self.reject_limit_spin.setValue(-1 if limit is None else limit)
+        self._reject_pct = pct
+        self.reject_pct_label.setText("" if pct is None else f"or over {pct:g}% of rows (profile)")
+        self.reject_pct_label.setToolTip("The profile's reject_limit_pct: the run stops once more than this share "
+                                         "of the rows read is rejected")
+        self.reject_pct_label.setVisible(pct is not None)
 
     def current(self) -> type[Strategy] | None:
         """The chosen strategy class; None for `auto`."""
