@@ -441,7 +441,7 @@ class RunController(QObject):
         question = (f"Forget all {_rows(n).replace('row', 'run')} in the history, those of the command line "
                     f"too?\n\nTables, data files and reject files are not touched. The history is kept in "
                     f"{self.history.store.path}.")
-        if not dialogs.ask(self.w, "Clear history", question, "Clear history"):
+        if not dialogs.ask(self.w, "Clear history", question, "Clear history", destructive=True):
             return
         self.history.clear()
         self.p.log_line(f"history cleared: {_rows(n).replace('row', 'run')} forgotten")
