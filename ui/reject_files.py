@@ -19,7 +19,11 @@ from core.embedded import data_dir
 from core.spec import LoadSpec
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from PySide6.QtWidgets import QWidget
+
+    from ui.panels.run import RunPanel
+    from ui.panels.strategy import StrategyPanel
+    from ui.settings import Settings
 
 
 def default_folder() -> Path:
@@ -28,14 +32,15 @@ def default_folder() -> Path:
 
 class RejectFiles(QObject):
     """The reject folder and each run's file in it; the strategy panel's folder field and buttons, and the
-    Rejected rows tab's Open, Show in folder and Copy path."""
+    Rejected rows tab's Open, Show in folder and Copy path. It knows those panels and the settings, not the
+    window (`parent` is where its messages show)."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.w = window
+    def __init__(self, form: StrategyPanel, run: RunPanel, settings: Settings, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.form, self.run, self.settings, self.parent_widget = form, run, settings, parent
         self._last: dict[tuple[str, str], str] = {}  # (file, table) -> reject file of its last run
-        g, p = window.strategy_panel, window.run_panel
-        g.reject_folder_edit.setText(window.settings.reject_folder)
+        g, p = form, run
+        g.reject_folder_edit.setText(settings.reject_folder)
         g.reject_folder_edit.setPlaceholderText(f"{default_folder()}")
         g.reject_folder_edit.editingFinished.connect(self._on_folder_edited)
         g.reject_browse_btn.clicked.connect(self._on_browse_clicked)
@@ -47,22 +52,22 @@ class RejectFiles(QObject):
     # -- the folder -------------------------------------------------------------------------------
 
     def folder(self) -> Path:
-        text = self.w.strategy_panel.reject_folder_edit.text().strip()
+        text = self.form.reject_folder_edit.text().strip()
         return Path(text).expanduser() if text else default_folder()
 
     def set_folder(self, path: str) -> None:
         """The user's folder for reject files ('' for the default), kept for the next session."""
-        self.w.strategy_panel.reject_folder_edit.setText(path)
+        self.form.reject_folder_edit.setText(path)
         self._on_folder_edited()
 
     def _on_folder_edited(self) -> None:
-        text = self.w.strategy_panel.reject_folder_edit.text().strip()
-        if text != self.w.settings.reject_folder:
-            self.w.settings.reject_folder = text
-            self.w.settings.save()
+        text = self.form.reject_folder_edit.text().strip()
+        if text != self.settings.reject_folder:
+            self.settings.reject_folder = text
+            self.settings.save()
 
     def _on_browse_clicked(self) -> None:
-        dlg = QFileDialog(self.w, "Folder for reject files", str(self.folder()))
+        dlg = QFileDialog(self.parent_widget, "Folder for reject files", str(self.folder()))
         dlg.setFileMode(QFileDialog.FileMode.Directory)
         dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
         dlg.setOption(QFileDialog.Option.DontUseNativeDialog, True)
@@ -85,7 +90,7 @@ class RejectFiles(QObject):
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            self.w.run_panel.log_line(f"note: cannot use the reject folder {folder} ({exc.strerror}); "
+            self.run.log_line(f"note: cannot use the reject folder {folder} ({exc.strerror}); "
                                       f"reject files go to {default_folder()}")
             folder = default_folder()
             folder.mkdir(parents=True, exist_ok=True)
@@ -102,7 +107,7 @@ class RejectFiles(QObject):
     # -- the Rejected rows tab's buttons ------------------------------------------------------------
 
     def _shown(self) -> Path | None:
-        path = self.w.run_panel.rejects.path
+        path = self.run.rejects.path
         return Path(path) if path else None
 
     def _on_open_clicked(self) -> None:
@@ -121,9 +126,9 @@ class RejectFiles(QObject):
         path = self._shown()
         if path is not None:
             QGuiApplication.clipboard().setText(str(path))
-            self.w.run_panel.log_line(f"copied the reject file's path: {path}")
+            self.run.log_line(f"copied the reject file's path: {path}")
 
     def _open(self, path: Path, failed: str) -> None:
         if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
-            self.w.run_panel.log_line(failed.replace("\n\n", " "))
-            QMessageBox.information(self.w, "Sluice", failed)
+            self.run.log_line(failed.replace("\n\n", " "))
+            QMessageBox.information(self.parent_widget, "Sluice", failed)

@@ -74,7 +74,8 @@ class RunController(QObject):
         self._confirmed: set[tuple[str | None, str, tuple[TableRef, ...]]] = set()
         self.removed = 0  # rows the running load's truncate takes out (said in its summary and History)
         self.resuming = False
-        self.reject_files = RejectFiles(window)  # the folder reject files go to, and the buttons on them
+        # The folder reject files go to, and the buttons on them.
+        self.reject_files = RejectFiles(window.strategy_panel, window.run_panel, window.settings, window)
         p = self.p
         p.run_btn.clicked.connect(lambda: self.start_run())
         p.stop_btn.clicked.connect(self.stop_run)
