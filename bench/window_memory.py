@@ -93,7 +93,9 @@ def main(argv: list[str]) -> int:
     def report() -> None:
         figures.append(idle_rss())
         row = w.history.rows[-1]
-        print(f"load {done['n']} ({row[10]}, {row[4]}, {row[8]} s): idle {figures[-1]:.0f} MB", flush=True)
+        h = w.history
+        print(f"load {done['n']} ({row[h.OUTCOME]}, {row[h.STRATEGY]}, {row[h.SECONDS]} s): idle {figures[-1]:.0f} MB",
+              flush=True)
         next_load()
 
     def opened() -> None:

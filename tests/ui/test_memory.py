@@ -27,16 +27,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def jobs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[weakref.ref[LoadJob]]]:
-    """Weak references to every LoadJob made while the test runs (runs and plans alike)."""
-    made: list[weakref.ref[LoadJob]] = []
-    real = LoadJob.__init__
+    """Weak references to every LoadJob that runs while the test runs (not the plans' foresee)."""
+    ran: list[weakref.ref[LoadJob]] = []
+    real = LoadJob.run
 
-    def init(self: LoadJob, *args: Any, **kwargs: Any) -> None:
-        made.append(weakref.ref(self))
-        real(self, *args, **kwargs)
+    def run(self: LoadJob) -> Any:
+        ran.append(weakref.ref(self))
+        return real(self)
 
-    monkeypatch.setattr(LoadJob, "__init__", init)
-    yield made
+    monkeypatch.setattr(LoadJob, "run", run)
+    yield ran
 
 
 def _open(qtbot: Any, w: Any, path: Path) -> None:
@@ -65,7 +65,8 @@ def test_a_failed_runs_job_and_its_batches_are_released_without_waiting_for_the_
         before = len(jobs)
         with qtbot.waitSignal(w.run_failed, timeout=60_000):
             w.start_run()
-        run_job = jobs[before]  # the run's own (plans may make others)
+        assert len(jobs) == before + 1
+        run_job = jobs[before]
         qtbot.waitUntil(lambda: run_job() is None, timeout=10_000)
     finally:
         gc.enable()
@@ -96,10 +97,10 @@ def test_the_window_gives_memory_back_when_a_run_ends(
         with qtbot.waitSignal(w.run_started, timeout=30_000) as started:  # after the table is read again
             w.start_run()
         started.args[0].signals.progress.connect(stop_once_loading)
-    assert w.history.rows[-1][10] == "cancelled"
+    assert w.history.rows[-1][w.history.OUTCOME] == "cancelled"
     qtbot.waitUntil(lambda: len(released) == 1, timeout=10_000)
     assert released == [sys.platform.startswith("linux")]  # glibc's free pages went back
-    assert jobs[before]() is None  # the stopped run's job, and what it read, are gone
+    assert len(jobs) == before + 1 and jobs[before]() is None  # the stopped run's job and what it read are gone
     assert w.runs.job is None
 
 
