@@ -268,7 +268,17 @@ class RunController(QObject):
         self.job = None
         self.w.run_ended.emit()
 
+    def _count_rows(self, result: LoadResult) -> None:
+        """A run or a check that read the file through has counted its rows: from now on the
+        source line and the questions (SourceInfo.rows_text) say that number, not an estimate."""
+        w, spec, info = self.w, self.spec, self.w.source_info
+        if info is None or spec is None or info.rows_exact or info.options.path != spec.source.path:
+            return
+        w.source_info = counted = info.counted(result.rows_read)
+        w.source_status.setText(w.source_status.text().replace(info.rows_text(), counted.rows_text(), 1))
+
     def _on_finished(self, result: LoadResult) -> None:
+        self._count_rows(result)
         p = self.p
         p.progress.setValue(1000)
         check = self.kind == "check"

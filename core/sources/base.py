@@ -114,6 +114,11 @@ class Source(ABC):
         """(1-based line, original text) of data row `row`, when the format has lines."""
         return None, None
 
+    def known_rows(self) -> int | None:
+        """The exact number of rows when it costs no reading of the data (metadata, a sheet
+        already in memory); None when only reading the file through would tell."""
+        return None
+
     def check_unchanged(self) -> None:
         """Raise SourceChanged when the file vanished or changed since it was opened."""
         try:
