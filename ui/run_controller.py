@@ -66,6 +66,32 @@ def _load_summary(result: LoadResult, rate: str) -> str:
             f"{_rows(result.rows_loaded)} of this file are now in the table.{rejected}")
 
 
+def _first_bad(rows: list[tuple[str, ...]]) -> str:
+    """Where a run under On error = abort stops: the first of a check's bad records, in words."""
+    def order(rec: tuple[str, ...]) -> int:
+        return int(rec[1]) if rec[1].isdigit() else 1 << 62
+
+    line, row, column, value, reason = min(rows, key=order)[:5]
+    where = f"line {int(line):,}" if line.isdigit() else f"row {int(row):,}" if row.isdigit() else "a bad record"
+    what = f"column {column!r}, value {value[:40]!r}: " if column else ""
+    return f"{where} ({what}{reason})"
+
+
+def _check_summary(result: LoadResult, rate: str, stop: str | None) -> str:
+    """What a check found; under On error = abort (`stop`: its first bad record) what the run would do."""
+    if stop is None:
+        bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
+               if result.rows_rejected else "none would be rejected")
+        return (f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
+                f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
+    more = result.rows_rejected - 1
+    skip = f"with On error = skip, {result.rows_loaded:,} of {result.rows_read:,} rows would load"
+    others = (f"{more:,} more bad row{'' if more == 1 else 's'} {'is' if more == 1 else 'are'} listed under "
+              f"Rejected rows ({skip})" if more else f"it is the only bad row ({skip})")
+    return (f"Check: with On error = abort the run would stop at {stop} and load nothing; {others}. "
+            "Rolled back: the table is as it was.")
+
+
 class RunController(QObject):
     """Starts, stops and ends runs of the window's current set-up; keeps the session's history."""
 
@@ -77,6 +103,7 @@ class RunController(QObject):
         self.job: Job | None = None
         self.spec: LoadSpec | None = None
         self.kind = "load"  # or "check"
+        self.check_aborts = False  # the check runs with skip to list every bad row; the run would abort
         self.last_progress: Progress | None = None
         self.starting = False  # waiting for the table's size or the user's yes
         self._confirmed: set[tuple[str, str | None, str]] = set()  # (file, schema, table) appends allowed
@@ -125,7 +152,8 @@ class RunController(QObject):
         """Check before loading: the load with these settings, rolled back at the end.
 
         Bad rows are collected (policy skip, where the strategy allows it) so the check lists every
-        row that would be rejected; the table is left as it was.
+        row that would be rejected; under On error = abort it says where the run would stop. The
+        table is left as it was.
         """
         if self.job is not None or self.starting:
             return
@@ -135,6 +163,7 @@ class RunController(QObject):
         if not self._runnable(spec):
             return
         chosen = self.w.strategy_panel.current()
+        self.check_aborts = spec.on_error is ErrorPolicy.ABORT
         if chosen is None or not chosen.multi_connection:  # parallel-copy has no skip yet
             spec.on_error = ErrorPolicy.SKIP
         folder = data_dir() / "checks"
@@ -286,19 +315,22 @@ class RunController(QObject):
         rate = f"{result.rows_per_s:,.0f} rows/s"
         if result.load_seconds:
             rate += f"; {result.rows_loaded / result.load_seconds:,.0f} rows/s while loading"
+        if result.reject_file:
+            p.show_rejects(result.reject_file)
+        # A check collects every bad row; under abort the run would stop at the first of them.
+        stop = _first_bad(p.rejects.rows) if check and self.check_aborts and p.rejects.rows else None
         if check:
-            bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
-                   if result.rows_rejected else "none would be rejected")
-            p.summary.setText(f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
-                              f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
+            p.summary.setText(_check_summary(result, rate, stop))
+            if stop is not None:
+                p.progress.setFormat("checked: the run would stop")
         else:
             p.summary.setText(_load_summary(result, rate))
         if result.chosen:
             self.w.strategy_panel.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
-        if result.reject_file:
-            p.show_rejects(result.reject_file)
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
         note = f"would load {result.rows_loaded:,}; rolled back" if check else (result.reject_file or "")
+        if stop is not None:
+            note = f"would stop at {stop}; rolled back"
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
                       seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result))
         if check:

@@ -56,3 +56,46 @@ def test_the_append_question_says_the_rows_a_check_counted(
     question = asked.args[0]
     assert f"2,000 rows to public.{people}" in question
     assert "about" not in question and "estimate" not in question
+
+
+def _bad_rows_file(path: Path) -> Path:
+    """2,000 rows, 18 of them bad (a word where the table takes an integer), the first on line 7."""
+    path.write_text("id,name\n" + "".join(f"{'x' if i % 111 == 5 else i},n{i}\n" for i in range(2000)),
+                    encoding="utf-8")
+    return path
+
+
+def test_check_under_abort_says_where_the_run_would_stop(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], people: str, tmp_path: Path
+) -> None:
+    """It said "1,982 of 2,000 rows would load" where the run, with the same settings, stopped at
+    the first bad row and loaded nothing."""
+    w = window
+    _open(qtbot, w, _bad_rows_file(tmp_path / "bad.csv"))
+    _target(qtbot, w, people)
+    assert w.policy_combo.currentText() == "abort"
+    with qtbot.waitSignal(w.check_finished, timeout=60_000):
+        w.check_btn.click()
+    summary = w.summary.text()
+    assert "would stop at line 7 (column 'id', value 'x': " in summary and "load nothing" in summary
+    assert "17 more bad rows are listed under Rejected rows" in summary and "1,982 of 2,000" not in summary.split("(with")[0]
+    assert w.rejects.total == 18  # every other bad row is still listed
+    assert w.history.rows[-1][11].startswith("would stop at line 7")
+    # The run with those settings does what the check said.
+    w.answer = True
+    with qtbot.waitSignal(w.run_failed, timeout=60_000) as failed:
+        w.run_btn.click()
+    assert "line 7" in failed.args[0]
+    row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(people))).fetchone()
+    assert row == (5,)
+
+
+def test_check_under_skip_says_what_would_load(qtbot: Any, window: Any, people: str, tmp_path: Path) -> None:
+    w = window
+    _open(qtbot, w, _bad_rows_file(tmp_path / "bad.csv"))
+    _target(qtbot, w, people)
+    w.policy_combo.setCurrentText("skip")
+    with qtbot.waitSignal(w.check_finished, timeout=60_000):
+        w.check_btn.click()
+    assert "Check: 1,982 of 2,000 rows would load and 18 would be rejected" in w.summary.text()
+    assert "stop" not in w.summary.text()
