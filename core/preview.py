@@ -10,9 +10,10 @@ import polars as pl
 from psycopg import sql
 
 from core import mapping as mp
+from core import relative_dates
 from core.db import Column, TableRef, connect, list_schemas, list_tables, resolve_dsn, table_columns
 from core.errors import SluiceError
-from core.pgtypes import value_converts
+from core.pgtypes import is_relative, normalize_type, refused, text_reason
 from core.sources.base import BadRecord, Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, SourceOptions
@@ -130,10 +131,12 @@ def _row_count(
 
 
 def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str]:
-    """One note per column map: the sample values that will not convert to the chosen type ('' if none).
+    """One note per column map: the sample values that will not convert to the chosen type, or
+    why a column of another type's values is text ('' if nothing to say).
 
-    Checked on the text each value is sent as, the same for every strategy (a quick client-side
-    check; the server has the last word).
+    Checked column-wise on the text each value is sent as, the same for every strategy (a quick
+    client-side check; the server has the last word). Impossible dates (2024-02-30) do not
+    convert; relative date words (yesterday) are refused in date and time columns.
     """
     notes: list[str] = []
     for m in maps:
@@ -141,14 +144,19 @@ def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str
             notes.append("")
             continue
         values = mp.pg_text(sample[m.source]).drop_nulls()
-        counts = values.value_counts(sort=True)
-        bad = [(str(v), int(n)) for v, n in counts.iter_rows() if not value_converts(str(v), m.type)]
-        if not bad:
+        if normalize_type(m.type) == "text":
+            notes.append(text_reason(values) if sample[m.source].dtype == pl.String else "")
+            continue
+        bad = values.filter(refused(values, m.type))
+        if bad.len() == 0:
             notes.append("")
             continue
-        rows = sum(n for _, n in bad)
-        shown = ", ".join(repr(v[:20]) for v, _ in bad[:3]) + (", …" if len(bad) > 3 else "")
-        notes.append(f"{rows} of {sample.height} sample rows not {m.type}: {shown}")
+        counts = bad.value_counts(sort=True)
+        shown = ", ".join(repr(str(v)[:20]) for v in counts[:, 0].head(3).to_list())
+        shown += ", …" if counts.height > 3 else ""
+        relative = bool(is_relative(bad).any()) and relative_dates.is_time_type(m.type)
+        notes.append(f"{bad.len()} of {sample.height} sample rows not {m.type}: {shown}"
+                     + ("; relative date words are refused (not loaded as the day of the load)" if relative else ""))
     return notes
 
 

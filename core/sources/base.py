@@ -7,11 +7,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from core.errors import SourceChanged, SourceError
 from core.spec import SourceOptions
+
+if TYPE_CHECKING:
+    from core.relative_dates import RelativeDates
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class RawChunk:
     bytes_read: int
     odd: bool = False  # may hold a bare quote: only the field-aware reader reads it as written
     records: int = -1  # how many records `data` holds, when counted already (-1: not counted)
+    refused: bool = False  # holds a value the client refuses (core.relative_dates): the parser sets its row aside
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class Source(ABC):
     """Reads one file. Column names are fixed at construction; batches stream."""
 
     format: str = ""
+    refuse: RelativeDates | None = None  # set by the plan: values refused before they are sent
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -91,6 +97,13 @@ class Source(ABC):
         (typed formats) have none.
         """
         return self.batches(batch_rows, skip_rows)
+
+    def load_batches(self, batch_rows: int, skip_rows: int = 0, *, with_bad: bool = False) -> Iterator[Batch]:
+        """What a load sends: batches(), or batches_with_bad() for the skip policy, with the rows
+        whose values the client refuses (`refuse`) made bad records too (raised without with_bad)."""
+        if self.refuse is None:
+            return (self.batches_with_bad if with_bad else self.batches)(batch_rows, skip_rows)
+        return self.refuse.apply(self, self.batches_with_bad(batch_rows, skip_rows), with_bad)
 
     def sample(self, rows: int = 200) -> pl.DataFrame:
         """The first `rows` good rows (malformed records are passed over)."""
