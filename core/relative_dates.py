@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -130,6 +131,20 @@ class RelativeDates:
         several times on text full of near misses; the parse in raw_refused is exact)."""
         found = pl.Series([bytes(data)]).cast(pl.String, strict=False).str.contains(_LITERALS).fill_null(True)
         return bool(found.item())
+
+    @staticmethod
+    def file_may_hold(path: str | Path, block: int = 16 << 20) -> bool:
+        """Whether a file's bytes spell one of the words anywhere, any case (ASCII-compatible
+        encodings), read a block at a time: a SQL script's COPY shortcut is taken only without."""
+        words = tuple(w.encode() for w in WORDS)
+        tail = b""
+        with open(path, "rb") as f:
+            while data := f.read(block):
+                low = tail + data.lower()
+                if any(w in low for w in words):
+                    return True
+                tail = low[-8:]  # a word cut by the block's end
+        return False
 
     def raw_refused(self, source: Source, data: bytes) -> bool:
         """Whether whole records of the file's own bytes hold a refused value: a scan for the

@@ -66,7 +66,9 @@ def takes_over(spec: LoadSpec, strategy: str, plan: Plan) -> bool:
             )
         return True
     if simple and mp.is_identity(plan.maps, source.columns()):
-        return True
+        # Its values go to COPY as the script spells them: one spelling a relative date word
+        # (core.relative_dates) goes through the parsed rows instead, which refuse it.
+        return source.refuse is None or not source.refuse.file_may_hold(source.path)
     if source.on_conflict and not strategy.startswith("script-"):
         if simple:
             raise ConfigError(

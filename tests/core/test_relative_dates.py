@@ -171,3 +171,17 @@ def test_epoch_and_infinity_keep_a_date_column_a_date() -> None:
     assert suggested_type(pl.Series(["2024-01-05", "epoch", "infinity", "-infinity"])) == "date"
     assert suggested_type(pl.Series(["2024-01-05 10:00:00+02", "infinity"])) == "timestamptz"
     assert suggested_type(pl.Series(["2024-01-05", "2024-02-30"])) == "text"
+
+
+@pytest.mark.parametrize("strategy", ["auto", "copy-csv", "script-transaction"])
+def test_a_sql_script_spelling_one_is_refused(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], dated: str, tmp_path: Path
+) -> None:
+    """A script's single table went to COPY as the script spelled its values, 'yesterday' included."""
+    path = tmp_path / "dates.sql"
+    path.write_text(f"INSERT INTO {dated} VALUES (1, '2024-01-05', '2024-01-05 10:00', 'a');\n"
+                    f"INSERT INTO {dated} VALUES (2, 'Yesterday', '2024-01-05 10:00', 'b');\n", encoding="utf-8")
+    with pytest.raises(SluiceError) as raised:
+        LoadJob(_spec(path, dated, dsn, strategy, ErrorPolicy.ABORT)).run()
+    assert "line 2" in str(raised.value) and "'Yesterday'" in str(raised.value)
+    assert _rows(conn, dated) == []
