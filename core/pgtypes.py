@@ -153,12 +153,12 @@ def text_reason(values: pl.Series) -> str:
     n, plural, fits = best
     if n == s.len() and plural in ("integers", "numbers") and bool(s.str.contains(_LEADING_ZERO).any()):
         zeros = s.filter(s.str.contains(_LEADING_ZERO)).unique(maintain_order=True)
-        return f"text: leading zeros would be lost as a number ({_shown(zeros)})"
+        return f"{_shown(zeros)} made it text: leading zeros would be lost as a number"
     if n < 2 or n * 2 < s.len() or n == s.len():
         return ""
     odd = s.filter(~fits).unique(maintain_order=True)
     relative = " (relative date words are not dates)" if bool(is_relative(odd).any()) else ""
-    return (f"text because of {_shown(odd)}{relative}: the other {n:,} sample value{'s' if n != 1 else ''} "
+    return (f"{_shown(odd)} made it text{relative}; the other {n:,} sample value{'s' if n != 1 else ''} "
             f"{'are' if n != 1 else 'is'} {plural}")
 
 

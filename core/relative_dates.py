@@ -35,7 +35,6 @@ WORDS = ("now", "today", "tomorrow", "yesterday")
 # ('today 10:00', 'Tomorrow', 'now()' all load as a moment relative to the load).
 PATTERN = r"(?i)(?-u:\b)(?:now|today|tomorrow|yesterday)(?-u:\b)"
 _LITERALS = r"(?i)now|today|tomorrow|yesterday"
-_ADVICE = "a relative date word, which PostgreSQL would store as the day of the load; write the date itself"
 _TYPES = {"date", "timestamp", "timestamptz", "time", "timetz", "time with time zone"}
 
 
@@ -45,9 +44,7 @@ def is_time_type(pg_type: str) -> bool:
     return not t.endswith("]") and t.split("(")[0].strip() in _TYPES
 
 
-def reason(column: str, value: str) -> str:
-    """Why the value is refused, as the preview, the reject file and an abort say it."""
-    return f"column {column!r}, value {value[:60]!r}: {_ADVICE}"
+REASON = "a relative date word, which PostgreSQL would store as the day of the load; write the date itself"
 
 
 def relative(values: pl.Series) -> pl.Series:
@@ -70,13 +67,13 @@ class RelativeDates:
             return pl.Series("refused", [False] * frame.height, dtype=pl.Boolean)
         return frame.select(pl.any_horizontal(exprs).alias("refused")).to_series()
 
-    def why(self, frame: pl.DataFrame, i: int) -> str:
-        """The reason row `i` of `frame` is refused (its first guarded column holding a word)."""
+    def culprit(self, frame: pl.DataFrame, i: int) -> tuple[str, str]:
+        """(target column, value) of row `i`'s first guarded column holding a word."""
         for s, t in self.columns:
             value = frame[s][i] if s in frame.columns else None
             if isinstance(value, str) and bool(relative(pl.Series([value])).item()):
-                return reason(t, value)
-        return "a relative date word"
+                return t, value
+        return "", ""
 
     def apply(self, source: Source, batches: Iterator[Batch], with_bad: bool) -> Iterator[Batch]:
         """`batches` (from batches_with_bad) with each refused row made a bad record where it stands.
@@ -89,8 +86,8 @@ class RelativeDates:
             for part in self._split(source, batch):
                 if part.bad and not with_bad:
                     first = part.bad[0]
-                    kind = RefusedValue if first.reason.endswith(_ADVICE) else SourceError
-                    raise kind(first.reason, path=str(source.path), line=first.line)
+                    kind = RefusedValue if first.reason == REASON else SourceError
+                    raise kind(first.described(), path=str(source.path), line=first.line)
                 yield part
 
     def _split(self, source: Source, batch: Batch) -> Iterator[Batch]:
@@ -122,7 +119,8 @@ class RelativeDates:
         line, text = (batch.lines[i], None) if batch.lines is not None else source.locate(row)
         if text is None:  # no lines in this format: the row's values as CSV
             text = batch.frame.slice(i, 1).write_csv(include_header=False).rstrip("\n")
-        return BadRecord(row, line, text, self.why(batch.frame, i))
+        column, value = self.culprit(batch.frame, i)
+        return BadRecord(row, line, text, REASON, column, value)
 
     @staticmethod
     def may_hold(data: bytes | memoryview) -> bool:

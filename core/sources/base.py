@@ -26,6 +26,12 @@ class BadRecord:
     line: int | None  # 1-based line where the record starts
     record: str  # the record's text as found (invalid bytes backslash-escaped)
     reason: str
+    column: str = ""  # the column whose value made it bad, when one did (core.relative_dates)
+    value: str = ""
+
+    def described(self) -> str:
+        """The reason, with the column and value when known (an abort's message)."""
+        return f"column {self.column!r}, value {self.value[:60]!r}: {self.reason}" if self.column else self.reason
 
 
 @dataclass(frozen=True)

@@ -308,7 +308,7 @@ class CsvSource(CsvRecordParsing, Source):
                 parsed = rebatch_parts(self._parts(rest, row, line, offset), batch_rows, 0,
                                        start=(row, offset + self._header_end + self.dialect.bom_bytes))
                 if self.refuse is not None:
-                    parsed = self.refuse.apply(self, parsed, with_bad=True)
+                    parsed = self.refuse.apply(self, parsed, with_bad=False)  # raises at the first bad record
                 for batch in parsed:
                     if batch.bad:
                         first = batch.bad[0]

@@ -78,9 +78,9 @@ def test_skip_rejects_each_relative_date_and_loads_the_rest(
     assert result.reject_file is not None
     with open(result.reject_file, newline="", encoding="utf-8") as f:
         rejects = list(csv.DictReader(f))
-    assert [(r["line"], r["row"]) for r in rejects] == [("3", "2"), ("4", "3"), ("7", "6")]
-    assert "'yesterday'" in rejects[0]["reason"] and "'Today 10:00'" in rejects[1]["reason"]
-    assert all("relative date word" in r["reason"] for r in rejects)
+    assert [(r["line"], r["row"], r["column"], r["value"]) for r in rejects] == [
+        ("3", "2", "d", "yesterday"), ("4", "3", "ts", "Today 10:00"), ("7", "6", "ts", "now")]
+    assert all(r["reason"].startswith("a relative date word") for r in rejects)
     assert rejects[0]["record"] == "2,yesterday,2024-01-06 10:00,x"
 
 
@@ -146,10 +146,10 @@ def test_the_preview_warns_of_impossible_and_relative_dates() -> None:
 
 
 @pytest.mark.parametrize(("values", "says"), [
-    (["2024-01-05", "2024-02-30", "2024-01-07"], "text because of '2024-02-30': the other 2 sample values are dates"),
-    (["1", "2", "x9", "4"], "text because of 'x9': the other 3 sample values are integers"),
-    (["2024-01-05 10:00", "yesterday", "2024-01-06 10:00"], "text because of 'yesterday' (relative date words"),
-    (["007", "12", "13"], "text: leading zeros would be lost as a number ('007')"),
+    (["2024-01-05", "2024-02-30", "2024-01-07"], "'2024-02-30' made it text; the other 2 sample values are dates"),
+    (["1", "2", "x9", "4"], "'x9' made it text; the other 3 sample values are integers"),
+    (["2024-01-05 10:00", "yesterday", "2024-01-06 10:00"], "'yesterday' made it text (relative date words"),
+    (["007", "12", "13"], "'007' made it text: leading zeros would be lost as a number"),
 ])
 def test_the_warning_says_which_value_made_a_column_text(values: list[str], says: str) -> None:
     import polars as pl
