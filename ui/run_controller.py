@@ -74,6 +74,7 @@ def _first_bad(rows: list[tuple[str, ...]]) -> str:
     line, row, column, value, reason = min(rows, key=order)[:5]
     where = f"line {int(line):,}" if line.isdigit() else f"row {int(row):,}" if row.isdigit() else "a bad record"
     what = f"column {column!r}, value {value[:40]!r}: " if column else ""
+    reason = reason if len(reason) <= 70 else reason[:70].rsplit(" ", 1)[0].rstrip(" ,;") + "…"  # whole below
     return f"{where} ({what}{reason})"
 
 
@@ -85,10 +86,9 @@ def _check_summary(result: LoadResult, rate: str, stop: str | None) -> str:
         return (f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
                 f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
     more = result.rows_rejected - 1
-    skip = f"with On error = skip, {result.rows_loaded:,} of {result.rows_read:,} rows would load"
-    others = (f"{more:,} more bad row{'' if more == 1 else 's'} {'is' if more == 1 else 'are'} listed under "
-              f"Rejected rows ({skip})" if more else f"it is the only bad row ({skip})")
-    return (f"Check: with On error = abort the run would stop at {stop} and load nothing; {others}. "
+    skip = f"with skip, {result.rows_loaded:,} of {result.rows_read:,} rows would load"
+    others = f"{more:,} more bad row{'' if more == 1 else 's'} under Rejected rows" if more else "no other bad row"
+    return (f"Check (On error = abort): the run would stop at {stop} and load nothing; {others} ({skip}). "
             "Rolled back: the table is as it was.")
 
 
