@@ -14,6 +14,7 @@ from core import relative_dates
 from core.db import Column, TableRef, connect, list_schemas, list_tables, resolve_dsn, table_columns
 from core.errors import SluiceError
 from core.pgtypes import is_relative, normalize_type, refused, text_reason
+from core.protocols.common import count_records
 from core.sources.base import BadRecord, Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, SourceOptions
@@ -124,10 +125,30 @@ def _row_count(
             pass  # the load will say what is wrong; an estimate meanwhile
     if sample.height == 0:
         return 0, False
+    per_record = _bytes_per_record(source)
+    if per_record:
+        return max(sample.height, round(source.size / per_record)), False
     # Bytes per row as the file spells them: field text plus a delimiter each (quotes are not counted).
     text = sample.select(pl.all().cast(pl.String).str.len_bytes().fill_null(0))
     per_row = (float(text.sum_horizontal().sum()) + sample.width * sample.height) / sample.height
     return max(sample.height, round(source.size / max(per_row, 1.0))), False
+
+
+def _bytes_per_record(source: Source) -> float | None:
+    """A CSV's bytes per record in its first few megabytes, quotes and quoted newlines counted
+    as they stand (the sample's field text leaves them out); None for other formats."""
+    chunks = getattr(source, "raw_chunks", None)
+    dialect = getattr(source, "dialect", None)
+    if chunks is None or dialect is None:
+        return None
+    try:
+        first = next(iter(chunks(1 << 20, tolerant=True)), None)
+    except (SluiceError, OSError):
+        return None
+    if first is None:
+        return None
+    records = count_records(first.data, dialect.quote.encode())
+    return len(first.data) / records if records else None
 
 
 def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str]:
