@@ -151,7 +151,7 @@ def _bytes_per_record(source: Source) -> float | None:
     return len(first.data) / records if records else None
 
 
-def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str]:
+def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap], *, new_table: bool = True) -> list[str]:
     """One note per column map: the sample values that will not convert to the chosen type, or
     why a column of another type's values is text ('' if nothing to say).
 
@@ -165,8 +165,8 @@ def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str
             notes.append("")
             continue
         values = mp.pg_text(sample[m.source]).drop_nulls()
-        if normalize_type(m.type) == "text":
-            notes.append(text_reason(values) if sample[m.source].dtype == pl.String else "")
+        if normalize_type(m.type) == "text":  # a new table's inferred text: say what made it so
+            notes.append(text_reason(values) if new_table and sample[m.source].dtype == pl.String else "")
             continue
         bad = values.filter(refused(values, m.type))
         if bad.len() == 0:

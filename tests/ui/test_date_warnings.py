@@ -44,3 +44,23 @@ def test_warnings_name_the_value_and_the_load_refuses_relative_dates(
     listed = [(r[0], r[2], r[3]) for r in w.rejects.rows]  # line, column, value
     assert listed == [("3", "seen", "yesterday"), ("4", "day", "2024-02-30"), ("6", "seen", "today")]
     assert w.rejects.rows[0][4].startswith("a relative date word")
+
+
+def test_an_existing_text_column_is_not_said_to_be_made_text(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The table's own text column: no value made it text, so the Warning column says nothing."""
+    w = window
+    table = table_name("codes")
+    conn.execute(sql.SQL("CREATE TABLE {} (code text)").format(sql.Identifier(table)))
+    path = tmp_path / "codes.csv"
+    path.write_text("code\n1\n2\nx9\n4\n", encoding="utf-8")
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        w.path_edit.setText(str(path))
+        w.path_edit.returnPressed.emit()
+    assert w.mapping.warning(0).startswith("'x9' made it text")  # a new table's inferred type
+    w.refresh_table_list_quietly()
+    qtbot.waitUntil(lambda: table in w.targets.db.tables.get("public", []), timeout=30_000)
+    with qtbot.waitSignal(w.mapping_ready, timeout=30_000):
+        w.table_combo.setEditText(table)
+    assert w.mapping.maps[0].type == "text" and w.mapping.warning(0) == ""
