@@ -24,10 +24,9 @@ import polars as pl
 
 from core.errors import RefusedValue, SourceError
 from core.pgtypes import normalize_type
-from core.sources.base import BadRecord, Batch
+from core.sources.base import BadRecord, Batch, Source
 
 if TYPE_CHECKING:
-    from core.sources.base import Source
     from core.spec import ColumnMap
 
 WORDS = ("now", "today", "tomorrow", "yesterday")
@@ -35,6 +34,7 @@ WORDS = ("now", "today", "tomorrow", "yesterday")
 # ('today 10:00', 'Tomorrow', 'now()' all load as a moment relative to the load).
 PATTERN = r"(?i)(?-u:\b)(?:now|today|tomorrow|yesterday)(?-u:\b)"
 _LITERALS = r"(?i)now|today|tomorrow|yesterday"
+SMALL_BYTES = 1 << 20  # raw bytes up to this size are scanned without polars
 _TYPES = {"date", "timestamp", "timestamptz", "time", "timetz", "time with time zone"}
 
 
@@ -126,7 +126,11 @@ class RelativeDates:
     def may_hold(data: bytes | memoryview) -> bool:
         """Whether UTF-8 bytes hold one of the words, even inside another ('known'): a literal
         scan, which polars' regex engine runs at memory speed (a word boundary would slow it
-        several times on text full of near misses; the parse in raw_refused is exact)."""
+        several times on text full of near misses; the parse in raw_refused is exact). A small
+        file is looked at in Python: the raw path of a few rows does not import polars for it."""
+        if len(data) <= SMALL_BYTES:
+            low = bytes(data).lower()
+            return any(w.encode() in low for w in WORDS)
         found = pl.Series([bytes(data)]).cast(pl.String, strict=False).str.contains(_LITERALS).fill_null(True)
         return bool(found.item())
 
@@ -162,10 +166,14 @@ class RelativeDates:
 def guard(source: Source, maps: Sequence[ColumnMap], target_types: dict[str, str]) -> RelativeDates | None:
     """The guard for a load of `source` through `maps` into columns of `target_types`; None when
     no column of text goes into a date or time column (nothing to check, nothing spent)."""
-    dtypes = source.dtypes()
-    columns = tuple(
-        (m.source, m.target) for m in maps
-        if m.include and m.source is not None and is_time_type(target_types.get(m.target, m.type))
-        and dtypes.get(m.source, pl.String()) == pl.String
-    )
+    timed = [m for m in maps if m.include and m.source is not None
+             and is_time_type(target_types.get(m.target, m.type))]
+    if not timed:
+        return None  # and polars stays unloaded on the raw CSV path (app/lazy_imports.py)
+    if type(source).dtypes is Source.dtypes:  # a text format: every column is text (no polars asked)
+        columns = tuple((m.source, m.target) for m in timed if m.source is not None)
+    else:
+        dtypes = source.dtypes()
+        columns = tuple((m.source, m.target) for m in timed
+                        if m.source is not None and dtypes.get(m.source, pl.String()) == pl.String)
     return RelativeDates(columns) if columns else None
