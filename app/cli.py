@@ -1,4 +1,4 @@
-"""The headless commands: load, run, compare, strategies (DESIGN.md, "Headless interface")."""
+"""The headless commands: load, run, compare, strategies, server (docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`auto`: pick the strategy, batch size and workers from the source's shape and the target.
 
-The rules come from what the seeds and this machine's benchmarks measured (README,
-"Benchmarks"); each choice carries its reason in words, shown by the CLI, `--json` and
+The rules come from what the seeds and this machine's benchmarks measured (docs/strategies.md,
+docs/benchmark-history.md); each choice carries its reason in words, shown by the CLI, `--json` and
 the window. Every fixed strategy stays selectable.
 """
 
@@ -101,7 +101,7 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
     """Several streams of the file's own bytes, where each row is written once: a new table loaded
     under a private name and renamed, or an append committed with two-phase commit. Not into a
     staging table (every row written twice), nor into a Citus table (its staged path measured
-    slower than one COPY). Measured on 2026-11-24 (README), 1M mixed rows, 2 streams: 1.15x psql
+    slower than one COPY). Measured on 2026-11-24 (docs/benchmark-history.md), 1M mixed rows, 2 streams: 1.15x psql
     in create mode on PostgreSQL 15, where copy-binary cannot help (the new table's numeric
     column has no exact binary form; 0.85x); 1.20x appended with two-phase commit on the
     embedded PostgreSQL 18, against copy-binary's 1.16x there."""

@@ -4,7 +4,7 @@ The row-by-row and INSERT strategies keep the 10,000 rows they were measured wit
 COPY stream a batch is only a unit of work (read, type, encode, send), so it is sized in
 bytes: 10,000 short rows made copy-binary pay polars' fixed cost per call ten times per
 megabyte (1M mixed rows on the embedded server: 1.05 s in 10,000-row batches, 0.85 s in
-23,000-row ones; README, "Benchmarks").
+23,000-row ones; docs/benchmark-history.md).
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from core.protocols.common import count_records
 from core.sources.base import BadRecord, Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, SourceOptions
+from core.target_facts import TableSize, size_on
 
 BAD_SHOWN = 50  # malformed records kept for the preview
-EXACT_COUNT_BELOW = 1_000_000  # tables with fewer rows (by the planner's estimate) are counted exactly
 EXACT_FILE_BYTES = 32 << 20  # text files up to this size are read whole to count their rows (~0.3 s)
 COUNT_BATCH = 100_000
 
@@ -185,6 +185,15 @@ def ddl_preview(ref: TableRef, maps: list[ColumnMap]) -> str:
     return mp.create_table_sql(ref, maps).as_string(None)
 
 
+def ddl_renamed(ddl: str, old: TableRef, new: TableRef) -> str | None:
+    """A CREATE TABLE text (the user's edit of ddl_preview's) naming `new` instead of `old`.
+
+    None when `old` does not stand in it exactly once as ddl_preview writes it: no safe rename.
+    """
+    old_text, new_text = (sql.SQL("CREATE TABLE {}").format(r.ident()).as_string(None) for r in (old, new))
+    return ddl.replace(old_text, new_text) if ddl.count(old_text) == 1 else None
+
+
 @dataclass(frozen=True)
 class DatabaseInfo:
     dsn: str
@@ -207,29 +216,10 @@ def inspect_table(dsn: str | None, ref: TableRef) -> list[Column] | None:
         return table_columns(conn, ref)
 
 
-@dataclass(frozen=True)
-class TableSize:
-    rows: int
-    exact: bool  # False: the planner's estimate (pg_class.reltuples) of a big table
-
-    def text(self) -> str:
-        return f"{'' if self.exact else 'about '}{self.rows:,} row{'' if self.rows == 1 else 's'}"
-
-
 def table_size(dsn: str | None, ref: TableRef) -> TableSize | None:
     """How many rows the table has: counted when small, the planner's estimate when big; None if no table."""
     with connect(resolve_dsn(dsn), autocommit=True) as conn:
-        qualified = ref.ident().as_string(conn)
-        row = conn.execute(
-            "SELECT c.reltuples::bigint FROM pg_class c WHERE c.oid = to_regclass(%s)", (qualified,)
-        ).fetchone()
-        if row is None:
-            return None
-        estimate = int(row[0])
-        if estimate >= EXACT_COUNT_BELOW:
-            return TableSize(estimate, False)
-        counted = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(ref.ident())).fetchone()
-        return TableSize(int(counted[0]) if counted else 0, True)
+        return size_on(conn, ref)
 
 
 @dataclass(frozen=True)

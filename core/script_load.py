@@ -219,9 +219,10 @@ class ScriptLoad:
             self.tables[info.target.key] = _Table(info, ref, names)
         self.split.prepare(conn, self.tables, self._utf8)
         self._triggers(conn, "DISABLE")
+        if self.spec.target.mode is LoadMode.TRUNCATE:
+            # One statement for all: tables whose foreign keys point at each other can only be emptied together.
+            conn.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(t.ref.ident() for t in self.tables.values())))
         for t in self.tables.values():
-            if self.spec.target.mode is LoadMode.TRUNCATE:
-                conn.execute(sql.SQL("TRUNCATE {}").format(t.ref.ident()))
             if t.info.on_conflict:
                 t.stage = TableRef(f"_sluice_ocdn_{uuid.uuid4().hex[:12]}")
                 conn.execute(sql.SQL("CREATE TEMP TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(

@@ -18,14 +18,19 @@ from core.preview import TableRows
 from ui.table_models import RowsModel
 
 
-def ask(parent: QWidget, title: str, text: str, yes: str) -> bool:
+def ask(parent: QWidget, title: str, text: str, yes: str, *, destructive: bool = False) -> bool:
     """A question with a named yes button and Cancel; True when the user said yes.
 
-    `accept()` (Enter on the default button) counts as yes, like a click on it.
+    `accept()` (Enter on the default button) counts as yes, like a click on it. A `destructive` question
+    (rows removed or overwritten) has Cancel as its default: Enter alone never empties a table.
     """
-    box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel, parent)
+    icon = QMessageBox.Icon.Warning if destructive else QMessageBox.Icon.Question
+    box = QMessageBox(icon, title, text, QMessageBox.StandardButton.Cancel, parent)
     yes_btn = box.addButton(yes, QMessageBox.ButtonRole.AcceptRole)
-    box.setDefaultButton(yes_btn)
+    if destructive:
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    else:
+        box.setDefaultButton(yes_btn)
     box.exec()
     clicked = box.clickedButton()
     return clicked is yes_btn or (clicked is None and box.result() == QDialog.DialogCode.Accepted.value)

@@ -25,12 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.preview import (
-    SourceInfo,
-    TableSize,
-    inspect_source,
-)
+from core.preview import SourceInfo, inspect_source
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
+from core.target_facts import TableSize
 from ui.compare_tab import CompareTab
 from ui.foresight import Foresight
 from ui.layout import scrolled
@@ -44,11 +41,13 @@ from ui.profile_actions import ProfileActions, table_name_for
 from ui.run_controller import RunController
 from ui.settings import Settings
 from ui.target_controller import TargetController
+from ui.wheel_guard import WheelGuard
 from ui.worker import Background, Job
 
 
 class MainWindow(QMainWindow):
-    """Signals: source_ready(), database_ready(), mapping_ready(), run_finished(object LoadResult),
+    """Signals: source_ready(), database_ready(), mapping_ready(), run_started(object Job: a load or check
+    began, after its questions), run_finished(object LoadResult),
     run_failed(str), run_cancelled(), run_refused(str), run_ended() (counters, summary, history and log
     final), check_finished(object LoadResult), table_shown(object TableDialog), server_info_shown(str).
     """
@@ -56,6 +55,7 @@ class MainWindow(QMainWindow):
     source_ready = Signal()
     database_ready = Signal()
     mapping_ready = Signal()
+    run_started = Signal(object)
     run_finished = Signal(object)
     run_failed = Signal(str)
     run_cancelled = Signal()
@@ -73,6 +73,7 @@ class MainWindow(QMainWindow):
         self.resize(1500, 940)
         self._generation = 0  # previews of older generations are ignored
         self._bg = Background(self, self.on_background_failed)
+        self._wheel_guard = WheelGuard(self)  # a wheel scrolls the forms; it changes no unfocused value
         self.source_info: SourceInfo | None = None
         self.target_size: TableSize | None = None  # the existing target's rows, looked up with its columns
         self.last_error = ""
@@ -162,6 +163,7 @@ class MainWindow(QMainWindow):
         self.mapping_panel.reset_btn.clicked.connect(self.reset_mapping)
         t.table_combo.currentTextChanged.connect(self._on_table_changed)
         t.mode_combo.currentTextChanged.connect(self._on_mapping_changed)
+        t.mode_combo.activated.connect(self._on_mode_picked)
         self.run_panel.show_table_btn.clicked.connect(self.targets.show_table)
         self.compare_tab.finished.connect(self.runs.add_comparison)
 
@@ -233,6 +235,12 @@ class MainWindow(QMainWindow):
         self._propose_table = new_file and not keep_target
         if new_file:
             self.mapping.reset_edits()  # edits belong to the file they were made on
+            if not keep_target:
+                self.maps.mode_pinned = False  # a new file's table gets the mode its table suggests
+            self.maps.ddl.forget_edit()
+            if self.runs.job is None and not self.runs.starting:
+                self.run_panel.clear_result()  # the last file's result is not this one's
+                self.strategy_panel.forget_choice()
         self._load_preview(options or SourceOptions(path=path))
 
     _propose_table = False  # the next preview names the target after its file
@@ -297,6 +305,9 @@ class MainWindow(QMainWindow):
 
     # -- target table and mapping ------------------------------------------------------------
 
+    def _on_mode_picked(self, _index: int) -> None:
+        self.maps.mode_pinned = True  # the user's choice: no table list changes it
+
     def _on_table_changed(self, _text: str) -> None:
         self.maps.rebuild()
 
@@ -350,10 +361,13 @@ class MainWindow(QMainWindow):
         )
 
     def apply_spec(self, spec: LoadSpec) -> None:
+        """A profile's set-up; its mode stays as saved (a run refuses it, saying why, if it cannot apply)."""
         self.targets.set_connection_dsn(spec.dsn)
+        self.targets.refresh_database()  # the tables as the server has them now, not as last read
         self.schema_combo.setEditText(spec.target.schema or "public")
         self.table_combo.setEditText(spec.target.table)
         self.mode_combo.setCurrentText(spec.target.mode.value)
+        self.maps.mode_pinned = True
         self.key_edit.setText(", ".join(spec.target.key))
         self.set_strategy(spec.strategy, workers=spec.workers)
         self.strategy_panel.set_batch_rows(spec.batch_rows)  # none in the profile: back to "default"

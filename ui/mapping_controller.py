@@ -15,9 +15,11 @@ from PySide6.QtCore import QObject, Qt
 
 from core.db import TableRef
 from core.mapping import match_by_name
-from core.preview import SourceInfo, TableSize, ddl_preview, inspect_table, table_size
+from core.preview import SourceInfo, inspect_table, table_size
 from core.script_mapping import positional_maps
 from core.spec import ColumnMap, LoadMode
+from core.target_facts import TableSize
+from ui.ddl_box import DdlBox
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -31,6 +33,9 @@ class MappingController(QObject):
         self.w = window
         self._gen = 0  # the newest mapping request; older table look-ups are dropped
         self.pending = False  # the existing table's columns are on their way: a run waits for them
+        # A mode the user picked or a profile set: never changed by what the table list suggests.
+        self.mode_pinned = False
+        self.ddl = DdlBox(window.target_panel)
 
     def rebuild(self) -> None:
         w = self.w
@@ -47,21 +52,22 @@ class MappingController(QObject):
             self.pending = False
             w.target_size = None
             self.show(new_table_maps(info), samples, info, None)
-            if table:
+            if table and not self.mode_pinned:
                 # A script's tables load together into tables that exist: append.
                 several = w.source_panel.all_script_tables()
                 w.mode_combo.setCurrentText((LoadMode.APPEND if several else LoadMode.CREATE).value)
             return
         # Onto an existing table: by name only (never by position, but for a script's unnamed columns).
-        ref, dsn = TableRef(table, w.schema_combo.currentText() or None), w.targets.dsn()
+        ref, dsn = TableRef(table, w.schema_combo.currentText() or "public"), w.targets.dsn()
 
         def look(*_a: Any) -> tuple[Any, TableSize | None]:
             return inspect_table(dsn, ref), table_size(dsn, ref)
 
         def on_columns(got: tuple[Any, TableSize | None]) -> None:
-            if gen != self._gen:
-                return  # the user moved on to another table or file
+            if gen != self._gen or dsn != w.targets.dsn():
+                return  # the user moved on to another table, file or server
             cols, w.target_size = got
+            w.targets.note_size(dsn, ref, w.target_size)
             self.pending = False
             if cols is None:
                 self.show(new_table_maps(info), samples, info, None)
@@ -73,7 +79,7 @@ class MappingController(QObject):
 
         self.pending = True
         w.background(look, on_columns, self._failed)
-        if w.mode_combo.currentText() == LoadMode.CREATE.value:
+        if w.mode_combo.currentText() == LoadMode.CREATE.value and not self.mode_pinned:
             w.mode_combo.setCurrentText(LoadMode.APPEND.value)
 
     def table_exists(self) -> bool:
@@ -95,9 +101,18 @@ class MappingController(QObject):
                 missing.append(name)
         return missing
 
+    def left_out(self) -> list[str]:
+        """The file's columns the mapping leaves out (unticked, perhaps to fit another table)."""
+        info = self.w.source_info
+        if info is None:
+            return []
+        taken = {m.source for m in self.w.mapping.maps if m.include and m.source}
+        return [c for c in info.columns if c not in taken]
+
     def table_created(self) -> None:
         """A create-mode load made the target: it is known at once, and the next run appends."""
         w = self.w
+        self.mode_pinned = False  # the create asked for is done
         db = w.targets.db
         table = w.table_combo.currentText().strip()
         if db is not None and not self.table_exists():
@@ -138,10 +153,12 @@ class MappingController(QObject):
         w.mapping_panel.show_unmatched(w.mapping.unmatched())
         table = w.table_combo.currentText().strip()
         if table and w.mapping.maps and any(m.include for m in w.mapping.maps):
-            try:
-                w.ddl_edit.setPlainText(ddl_preview(TableRef(table, w.targets.schema()), w.mapping.maps))
-            except Exception as exc:  # noqa: BLE001 - a bad type name typed by the user
-                w.ddl_edit.setPlainText(f"-- {exc}")
+            self.ddl.follow(TableRef(table, w.targets.schema()), w.mapping.maps)  # a hand edit is kept
+
+
+def left_out_text(columns: list[str]) -> str:
+    """"columns b, c (unticked in the mapping)": the file's columns a create leaves out."""
+    return f"column{'s' if len(columns) != 1 else ''} {', '.join(columns)} (unticked in the mapping)"
 
 
 def new_table_maps(info: SourceInfo) -> list[ColumnMap]:

@@ -21,9 +21,12 @@ from core.embedded import data_dir
 from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
 from core.job import LoadJob, LoadResult
-from core.preview import TableSize, committed, table_size
+from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
+from core.target_facts import TargetFacts, read_target_facts
 from ui import dialogs
+from ui.mapping_controller import left_out_text
+from ui.run_guard import judge
 from ui.table_models import HistoryModel
 from ui.worker import Job
 
@@ -31,13 +34,6 @@ if TYPE_CHECKING:
     from ui.main_window import MainWindow
 
 CHECKS_KEPT = 20  # reject files of the newest checks kept in the data directory
-
-
-def exists_text(spec: LoadSpec) -> str:
-    """Why mode create cannot run: said in the plan line and when Run is pressed."""
-    ref = TableRef(spec.target.table, spec.target.schema or "public").display()
-    return (f"{ref} already exists, and mode create makes a new table: choose append, truncate or upsert "
-            "(or name another table).")
 
 
 def _rows(n: int) -> str:
@@ -58,11 +54,11 @@ def _load_summary(result: LoadResult, rate: str) -> str:
     if not result.resumed_from:
         return (f"Loaded {_rows(result.rows_loaded)} in {result.seconds:.2f} s ({rate}) with {result.strategy}."
                 + rejected)
-    # rows_loaded counts the earlier run's committed rows too: say both.
+    # rows_loaded counts the earlier run's committed rows too: say both. The rate is this run's rows
+    # loaded in this run's seconds (result.rows_per_s), as in the counters and the History.
     this_run = max(result.rows_read - result.resumed_from, 0)
-    own_rate = f"{this_run / result.seconds:,.0f} rows/s" if result.seconds > 0 else rate  # not the earlier rows
     return (f"Resumed after {result.resumed_from:,} source rows committed earlier: this run went through the "
-            f"other {_rows(this_run)} in {result.seconds:.2f} s ({own_rate}) with {result.strategy}; "
+            f"other {_rows(this_run)} in {result.seconds:.2f} s ({rate}) with {result.strategy}; "
             f"{_rows(result.rows_loaded)} of this file are now in the table.{rejected}")
 
 
@@ -106,7 +102,10 @@ class RunController(QObject):
         self.check_aborts = False  # the check runs with skip to list every bad row; the run would abort
         self.last_progress: Progress | None = None
         self.starting = False  # waiting for the table's size or the user's yes
-        self._confirmed: set[tuple[str, str | None, str]] = set()  # (file, schema, table) appends allowed
+        # (connection, file, tables) whose append the user said yes to: asked once, on that server only
+        self._confirmed: set[tuple[str | None, str, tuple[TableRef, ...]]] = set()
+        self.removed = 0  # rows the running load's truncate takes out (said in its summary and History)
+        self.resuming = False
         self._reject_files: dict[tuple[str, str], str] = {}  # (file, table) -> reject file of its last run
         p = self.p
         p.run_btn.clicked.connect(lambda: self.start_run())
@@ -121,8 +120,9 @@ class RunController(QObject):
     def start_run(self, *, resume: bool = False, restart: bool = False) -> None:
         """Run the load as set up; `resume` continues an interrupted per-batch run, `restart` ignores it.
 
-        Refused while a column is unmatched; before the first append of a file into a table that has
-        rows the user is asked (the table's size comes from a worker, with its columns or now).
+        Refused while a column is unmatched. The target tables are read again on a worker first (on the
+        connection the run will use), and the run is refused when its mode cannot apply, or asked first
+        when it would truncate, overwrite or add to rows that are there (ui/run_guard.py).
         """
         w = self.w
         if self.job is not None or self.starting:
@@ -135,18 +135,58 @@ class RunController(QObject):
             w.commit_combo.setCurrentText(CommitMode.PER_BATCH.value)
         if not self._runnable(spec):
             return
-        key = (spec.source.path, spec.target.schema, spec.target.table)
-        if spec.target.mode not in (LoadMode.APPEND, LoadMode.UPSERT) or resume or key in self._confirmed:
-            self._launch(spec, resume=resume, restart=restart)
-            return
         self.starting = True
-        if w.target_size is not None:  # looked up with the table's columns: ask now
-            self._confirm_append(spec, w.target_size, restart)
-            return
         self.p.progress.setFormat("looking at the table…")
-        dsn, ref = spec.dsn, TableRef(spec.target.table, spec.target.schema)
-        w.background(lambda *_a: table_size(dsn, ref), lambda size: self._confirm_append(spec, size, restart),
-                     self._on_size_failed)
+        refs = self._target_refs(spec)
+        dsn = spec.dsn
+        path = spec.source.path
+        w.background(lambda *_a: read_target_facts(dsn, refs, path),
+                     lambda facts: self._on_target_facts(spec, facts, resume, restart), self._on_size_failed)
+
+    def _target_refs(self, spec: LoadSpec) -> list[TableRef]:
+        """The tables the run writes to: the target, or each of a script's tables loaded together."""
+        info = self.w.source_info
+        if info is not None and len(info.script_tables) > 1 and self.w.source_panel.all_script_tables():
+            refs = []
+            for name, _rows in info.script_tables:
+                schema, _, table = name.rpartition(".")
+                refs.append(TableRef(table, spec.target.schema or schema or "public"))
+            return refs
+        return [TableRef(spec.target.table, spec.target.schema or "public")]
+
+    def _on_target_facts(self, spec: LoadSpec, facts: TargetFacts, resume: bool, restart: bool) -> None:
+        w = self.w
+        if not self.starting:
+            return  # stopped before it started
+        self.starting = False
+        self.p.progress.setFormat("idle")
+        if facts.dsn != w.targets.dsn():
+            self.p.log_line("not started: the connection changed while the table was read; press Run again")
+            return
+        seen = w.targets.seen_sizes()
+        w.targets.note_facts(facts)
+        info = w.source_info
+        several = len(facts.sizes) > 1
+        asked = (spec.dsn, spec.source.path, tuple(facts.sizes)) in self._confirmed
+        each = ", ".join(f"{name}: {n:,}" for name, n in info.script_tables) if info is not None else ""
+        verdict = judge(spec, facts, info.rows_text() if info is not None else "rows", several=several,
+                        asked_append=asked, seen=seen, resume=resume, restart=restart, where=w.targets.where(),
+                        script_rows=each)
+        if verdict.refusal:
+            self._refuse(verdict.refusal)
+            return
+        if verdict.question:
+            question = verdict.question
+            if info is not None and not info.rows_exact:
+                question += "\n\nThe file's row count is an estimate from its first rows."
+            if not dialogs.ask(w, verdict.title, question, verdict.yes, destructive=verdict.destructive):
+                self.p.log_line(f"not started: the user said no to: {question.splitlines()[0]}")
+                w.run_refused.emit(question)
+                return
+        if spec.target.mode is LoadMode.APPEND:
+            self._confirmed.add((spec.dsn, spec.source.path, tuple(facts.sizes)))
+        self.removed = verdict.removed
+        self._launch(spec, resume=resume, restart=restart)
 
     def check_run(self) -> None:
         """Check before loading: the load with these settings, rolled back at the end.
@@ -195,9 +235,6 @@ class RunController(QObject):
                          f"{'are' if len(left) != 1 else 'is'} not in {where}."
                          "\n\nPick a target column for each in the mapping, or untick it to skip it.")
             return False
-        if spec.target.mode is LoadMode.CREATE and self.w.table_exists():
-            self._refuse(exists_text(spec))
-            return False
         return True
 
     def _refuse(self, message: str) -> None:
@@ -210,37 +247,34 @@ class RunController(QObject):
         self.p.progress.setFormat("idle")
         self.w.on_background_failed(message)
 
-    def _confirm_append(self, spec: LoadSpec, size: TableSize | None, restart: bool) -> None:
-        if not self.starting:
-            return  # stopped before it started
-        self.starting = False
-        self.p.progress.setFormat("idle")
+    def _left_out_refused(self, spec: LoadSpec) -> bool:
+        """A create that leaves out columns of the file asks first (True: the user said no)."""
+        left = self.w.maps.left_out() if spec.target.mode is LoadMode.CREATE and not self.w.table_exists() else []
+        if not left:
+            return False
         info = self.w.source_info
-        if size is not None and size.rows > 0:
-            ref = TableRef(spec.target.table, spec.target.schema or "public").display()
-            rows = info.rows_text() if info is not None else "the file's rows"
-            verb = "Append" if spec.target.mode is LoadMode.APPEND else "Upsert"
-            question = f"{verb} {rows} to {ref} ({size.text()})?"
-            if info is not None and self.w.source_panel.all_script_tables():
-                # Several tables, not one: each table's rows, and what the first holds now.
-                each = ", ".join(f"{name}: {n:,}" for name, n in info.script_tables)
-                question = (f"{verb} {rows} to the script's {len(info.script_tables)} tables ({each})?\n\n"
-                            f"{ref} already holds {size.text()}.")
-            if info is not None and not info.rows_exact:
-                question += "\n\nThe file's row count is an estimate from its first rows."
-            if not dialogs.ask(self.w, f"{verb} to a table that has rows", question, verb):
-                self.p.log_line(f"not started: the user did not {verb.lower()} to {ref}")
-                self.w.run_refused.emit(question)
-                return
-        self._confirmed.add((spec.source.path, spec.target.schema, spec.target.table))
-        self._launch(spec, restart=restart)
+        total = len(info.columns) if info is not None else len(left)
+        ref = TableRef(spec.target.table, spec.target.schema or "public").display()
+        question = (f"Create {ref} without the file's {left_out_text(left)}?\n\nThe new table gets "
+                    f"{total - len(left)} of the file's {total} columns; tick a column in the mapping to keep it.")
+        if dialogs.ask(self.w, "Create a table that leaves out columns", question, "Create without them"):
+            return False
+        self.p.log_line(f"not started: the user did not create {ref} without {', '.join(left)}")
+        self.w.run_refused.emit(question)
+        return True
 
     def _launch(self, spec: LoadSpec, *, resume: bool = False, restart: bool = False, dry_run: bool = False) -> None:
+        if not dry_run and not resume and self._left_out_refused(spec):
+            return
         if spec.on_error is ErrorPolicy.SKIP and spec.reject_file is None:
             spec.reject_file = self._reject_file_for(spec, resume)
         self.kind = "check" if dry_run else "load"
+        self.resuming = resume
+        if dry_run:
+            self.removed = 0
         self.last_progress = None
         self.p.clear_for_run()
+        self.w.strategy_panel.forget_choice()  # the last run's pick; this run's is said when it ends
         verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
         self.p.log_line(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
@@ -255,6 +289,7 @@ class RunController(QObject):
         job.signals.cancelled.connect(self._on_cancelled)
         self.p.set_running(True)
         job.start()
+        self.w.run_started.emit(job)
 
     def _reject_file_for(self, spec: LoadSpec, resume: bool) -> str:
         """A new reject file per run (never overwriting an earlier one); a resumed run goes on in its own."""
@@ -278,13 +313,17 @@ class RunController(QObject):
         self.p.show_progress(p)
 
     def _end_run(self, outcome: str, read: int, loaded: int, rejected: int, *, seconds: float | None = None,
-                 note: str = "", strategy: str | None = None) -> None:
-        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree."""
+                 note: str = "", strategy: str | None = None, loaded_before: int = 0) -> None:
+        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree.
+
+        `loaded_before`: of `loaded`, the rows an earlier run committed (a resumed run): not in the rate.
+        """
         spec = self.spec
         assert spec is not None
         if seconds is None and self.last_progress is not None:
             seconds = self.last_progress.elapsed  # a run that stopped: how long it went
-        rate = f"{loaded / seconds:,.0f}" if seconds and loaded else ""
+        own = loaded - loaded_before  # this run's rows in this run's seconds, as the summary says
+        rate = f"{own / seconds:,.0f}" if seconds and own > 0 else ""
         self.p.set_running(False)
         self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
         self.history.add((
@@ -314,7 +353,8 @@ class RunController(QObject):
         p.progress.setFormat("checked: rolled back" if check else "done")
         rate = f"{result.rows_per_s:,.0f} rows/s"
         if result.load_seconds:
-            rate += f"; {result.rows_loaded / result.load_seconds:,.0f} rows/s while loading"
+            own = result.rows_loaded - result.loaded_before  # a resumed run's earlier rows took none of it
+            rate += f"; {own / result.load_seconds:,.0f} rows/s while loading"
         if result.reject_file:
             p.show_rejects(result.reject_file)
         # A check collects every bad row; under abort the run would stop at the first of them.
@@ -324,15 +364,17 @@ class RunController(QObject):
             if stop is not None:
                 p.progress.setFormat("checked: the run would stop")
         else:
-            p.summary.setText(_load_summary(result, rate))
+            p.summary.setText(_load_summary(result, rate) + self._mode_said())
         if result.chosen:
             self.w.strategy_panel.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
-        note = f"would load {result.rows_loaded:,}; rolled back" if check else (result.reject_file or "")
+        note = f"would load {result.rows_loaded:,}; rolled back" if check else "; ".join(
+            n for n in (self._mode_said().strip(), result.reject_file or "") if n)
         if stop is not None:
             note = f"would stop at {stop}; rolled back"
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
-                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result))
+                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result),
+                      loaded_before=0 if check else result.loaded_before)
         if check:
             self.w.check_finished.emit(result)
             return
@@ -340,6 +382,16 @@ class RunController(QObject):
         if self.spec is not None and self.spec.target.mode is LoadMode.CREATE:
             self.w.table_created()
         self.w.run_finished.emit(result)
+
+    def _mode_said(self) -> str:
+        """Truncate's rows removed, for the summary and History ('' for other modes)."""
+        spec = self.spec
+        if spec is None or spec.target.mode is not LoadMode.TRUNCATE or self.resuming:
+            return ""  # a resumed run's truncate happened in the run it continues
+        if not self.removed:
+            return " Mode truncate: the table was empty before."
+        were = "was" if self.removed == 1 else "were"
+        return f" Mode truncate: {_rows(self.removed)} that {were} in the table {were} removed first."
 
     def _stopped_read(self) -> int:
         """Rows read when the run stopped (the last progress event)."""
@@ -404,7 +456,8 @@ class RunController(QObject):
             self.p.summary.setText(
                 f"{'Failed' if outcome == 'failed' else 'Stopped'}. {loaded:,} rows from the batches committed "
                 f"so far stay in the table ({read:,} source rows done); Resume continues.")
-            self._end_run(outcome, read, loaded, rejected, note=note)
+            before = self.last_progress.loaded_before if self.last_progress is not None else 0
+            self._end_run(outcome, read, loaded, rejected, note=note, loaded_before=min(before, loaded))
             then()
 
         def failed(message: str) -> None:

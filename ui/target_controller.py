@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QInputDialog, QLineEdit
 
 from core.db import TableRef, resolve_dsn, strip_password
 from core.embedded import connection_help
-from core.preview import DatabaseInfo, TableRows, TableSize, first_rows, inspect_database, table_size
+from core.preview import DatabaseInfo, TableRows, first_rows, inspect_database, table_size
+from core.target_facts import TableSize, TargetFacts
 from ui import dialogs
 from ui.panels.target import EMBEDDED
 
@@ -33,7 +34,15 @@ class TargetController(QObject):
         self.db: DatabaseInfo | None = None
         self.table_dialog: dialogs.TableDialog | None = None
         self._passwords: dict[str, str] = {}  # this session only; never written anywhere
+        self._db_dsn: str | None = None  # the connection `db` was read on
+        # Table sizes read on each connection (a table seen with rows and gone later was dropped).
+        self._seen: dict[tuple[str | None, TableRef], TableSize] = {}
         self.p.connect_btn.clicked.connect(self.refresh_database)
+        # Another server: what was read of the last one no longer holds; read this one's catalog.
+        self.p.conn_combo.activated.connect(self._on_connection_picked)
+        edit = self.p.conn_combo.lineEdit()
+        if edit is not None:
+            edit.editingFinished.connect(self._on_connection_picked)
         self.p.new_btn.clicked.connect(self._on_new_connection_clicked)
         self.p.schema_combo.currentTextChanged.connect(self._on_schema_changed)
 
@@ -48,6 +57,37 @@ class TargetController(QObject):
 
     def schema(self) -> str | None:
         return self.p.schema_combo.currentText().strip() or None
+
+    def where(self) -> str:
+        """The server in words, for questions and refusals."""
+        dsn = self.dsn()
+        return "the embedded server" if dsn is None else strip_password(dsn)
+
+    def seen_sizes(self) -> dict[TableRef, TableSize]:
+        """Sizes read earlier on the connection in use, by table."""
+        dsn = self.dsn()
+        return {ref: size for (where, ref), size in self._seen.items() if where == dsn}
+
+    def note_size(self, dsn: str | None, ref: TableRef, size: TableSize | None) -> None:
+        if size is not None:
+            self._seen[(dsn, ref)] = size
+
+    def note_facts(self, facts: TargetFacts) -> None:
+        """Fresh facts from a run's start: remembered, and the table list read again if it disagrees."""
+        for ref, size in facts.sizes.items():
+            self.note_size(facts.dsn, ref, size)
+        listed = self.db.tables.get if self.db is not None else None
+        if listed is not None and any((size is not None) != (ref.name in listed(ref.schema or "public", []))
+                                      for ref, size in facts.sizes.items()):
+            self.refresh_table_list_quietly()
+
+    def _on_connection_picked(self, *_args: object) -> None:
+        if self.dsn() == self._db_dsn and self.db is not None:
+            return  # the same server: nothing to read again
+        self.db = None
+        self.w.target_size = None
+        self.p.show_tables([])
+        self.refresh_database()
 
     def set_connection_dsn(self, dsn: str | None) -> None:
         self.p.conn_combo.setEditText(dsn or EMBEDDED)
@@ -75,13 +115,15 @@ class TargetController(QObject):
     def refresh_database(self) -> None:
         dsn = self.dsn()
         self.p.db_status.setText("connecting…")
-        self.w.background(lambda *_a: inspect_database(dsn), self._on_database_inspected, self._on_database_failed)
+        self.w.background(lambda *_a: inspect_database(dsn), lambda info: self._on_database_inspected(dsn, info),
+                          self._on_database_failed)
 
     def refresh_table_list_quietly(self) -> None:
         self.w.target_size = None  # it has changed: look again before the next first append
         if self.db is not None:
             dsn = self.dsn()
-            self.w.background(lambda *_a: inspect_database(dsn), self._on_database_inspected, lambda _m: None)
+            self.w.background(lambda *_a: inspect_database(dsn), lambda info: self._on_database_inspected(dsn, info),
+                              lambda _m: None)
 
     def _on_database_failed(self, message: str) -> None:
         self.p.db_status.setText("not connected")
@@ -96,11 +138,16 @@ class TargetController(QObject):
                 return
         self.w.on_background_failed(message)
 
-    def _on_database_inspected(self, info: DatabaseInfo) -> None:
-        self.db = info
-        where = EMBEDDED if self.dsn() is None else strip_password(self.dsn() or "")
+    def _on_database_inspected(self, dsn: str | None, info: DatabaseInfo) -> None:
+        if dsn != self.dsn():
+            return  # read on a connection the user has since left
+        before = (self._db_dsn, self.w.table_exists())
+        self.db, self._db_dsn = info, dsn
+        where = EMBEDDED if dsn is None else strip_password(dsn)
         self.p.show_database(info, where)
         self._on_schema_changed(self.p.schema_combo.currentText())
+        if before != (dsn, self.w.table_exists()):
+            self.w.maps.rebuild()  # the target's columns and rows as this server has them
         self.w.database_ready.emit()
 
     def _on_schema_changed(self, schema: str) -> None:

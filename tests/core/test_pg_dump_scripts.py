@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 
 from core.job import LoadJob, LoadResult
-from core.spec import LoadSpec, SourceOptions, TargetSpec
+from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 SHAPES = {
     "plain": [],
@@ -229,3 +229,28 @@ def test_cli_table_on_a_script_of_several_tables_needs_a_pick(tmp_path: Path, ca
     assert main(["load", str(path), "--table", "x", "--dsn", "host=127.0.0.1 port=1"]) == 2
     err = capsys.readouterr().err
     assert "fills 2 tables" in err and "public.a (1 rows)" in err and "--script-table" in err
+
+
+def test_truncate_empties_tables_linked_by_a_foreign_key_together(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Mode truncate on a script of two tables, one referencing the other: one TRUNCATE for both, in the load's
+    transaction (a TRUNCATE of the referenced table alone is refused by the server)."""
+    parent, child = table_name("parent"), table_name("child")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, name text)").format(sql.Identifier(parent)))
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, parent_id int REFERENCES {})").format(
+        sql.Identifier(child), sql.Identifier(parent)))
+    conn.execute(sql.SQL("INSERT INTO {} VALUES (1, 'old'), (2, 'old')").format(sql.Identifier(parent)))
+    conn.execute(sql.SQL("INSERT INTO {} VALUES (10, 1), (11, 2)").format(sql.Identifier(child)))
+    path = tmp_path / "linked.sql"
+    path.write_text(
+        f"SET statement_timeout = 0;\nCOPY public.{parent} (id, name) FROM stdin;\n5\tnew\n6\tnew\n7\tnew\n\\.\n\n"
+        f"COPY public.{child} (id, parent_id) FROM stdin;\n20\t5\n21\t7\n\\.\n\n"
+    )
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(parent, mode=LoadMode.TRUNCATE), strategy="auto", dsn=dsn)
+    result = LoadJob(spec).run()
+    assert result.rows_loaded == 5
+    assert conn.execute(sql.SQL("SELECT array_agg(id ORDER BY id) FROM {}").format(
+        sql.Identifier(parent))).fetchone() == ([5, 6, 7],)
+    assert conn.execute(sql.SQL("SELECT array_agg(id ORDER BY id) FROM {}").format(
+        sql.Identifier(child))).fetchone() == ([20, 21],)

@@ -79,7 +79,7 @@ def window(qtbot, dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     # Questions (append to a table with rows?) are answered yes unless a test says otherwise.
     w.answer = True  # type: ignore[attr-defined]
 
-    def ask(_parent: object, _title: str, text: str, _yes: str) -> bool:
+    def ask(_parent: object, _title: str, text: str, _yes: str, **_kw: object) -> bool:
         messages.append(text)
         return bool(w.answer)  # type: ignore[attr-defined]
 

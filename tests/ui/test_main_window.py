@@ -205,8 +205,9 @@ def test_stopped_per_batch_run_resumes_from_the_resume_button(
             w.stop_run()
 
     with qtbot.waitSignal(w.run_cancelled, timeout=60_000):
-        w.run_btn.click()
-        w._run_job.signals.progress.connect(stop_once_loading)
+        with qtbot.waitSignal(w.run_started, timeout=30_000) as started:  # after the table is read again
+            w.run_btn.click()
+        started.args[0].signals.progress.connect(stop_once_loading)
     committed = _count(conn, table)
     assert 1_000 <= committed < 30_000
     assert "Resume" in w.summary.text() and not w.resume_btn.isHidden() and not w.restart_btn.isHidden()

@@ -104,8 +104,9 @@ def test_300_loads_in_one_window(qtbot: Any, shown_window: Any, soak_conn: psyco
     def run(kind: str) -> None:
         if kind == "cancel":
             with qtbot.waitSignal(w.run_cancelled, timeout=60_000):
-                w.start_run()
-                job = w._run_job
+                with qtbot.waitSignal(w.run_started, timeout=30_000) as started:  # after the table is read again
+                    w.start_run()
+                job = started.args[0]
 
                 def stop_once_loading(p: Any) -> None:
                     if p.rows_loaded > 0:

@@ -25,6 +25,8 @@ from ui import progress_bar
 from ui.charts import ThroughputChart
 from ui.table_models import RejectsModel
 
+NO_PLAN = "Plan: pick a file and a table, and the plan for the run shows here."
+
 
 class RunPanel(QGroupBox):
     """Widgets and how a run shows; the run controller decides what to show."""
@@ -66,7 +68,7 @@ class RunPanel(QGroupBox):
         self.show_counters(0, 0, 0)
         left.addWidget(self.counters)
         # What the next run will do (ui.foresight fills it in): auto's pick, the protocol, why.
-        self.plan_label = QLabel("Plan: pick a file and a table, and the plan for the run shows here.")
+        self.plan_label = QLabel(NO_PLAN)
         self.plan_label.setWordWrap(True)
         self.plan_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # Three lines at least, even in a 700 px high window (the log gives way); the tooltip has it all.
@@ -116,18 +118,23 @@ class RunPanel(QGroupBox):
         bar.setValue(bar.maximum())
 
     def show_counters(self, read: int, loaded: int, rejected: int, rate: str = "") -> None:
-        """Fixed-width fields (monospace font): the layout stays put while the numbers grow."""
+        """Fixed-width fields (monospace font): the layout stays put while the numbers grow.
+
+        The rate has a line and a label of its own ("rate"), its number under the counters' numbers:
+        it reads as a second row, not as a line that wrapped.
+        """
         self.counters.setText(f"read {read:>11,}  loaded {loaded:>11,}  rejected {rejected:>9,}" + (
-            f"\n{rate}" if rate else "\n"))
+            f"\nrate {rate}" if rate else "\n"))
 
     def show_progress(self, p: Progress) -> None:
         self.chart.add(p)
         frac = p.fraction
         if frac is not None:
             self.progress.setValue(int(frac * 1000))
-        self.progress.setFormat(f"{p.phase.value} {frac * 100 if frac else 0:.0f}%  ETA {human_seconds(p.eta_s)}")
+        # Short text on the bar (the fill passes under it); the ETA goes beside the rate, never under the fill.
+        self.progress.setFormat(f"{p.phase.value} {frac * 100 if frac else 0:.0f}%")
         self.show_counters(p.rows_read, p.rows_loaded, p.rows_rejected,
-                           f"{p.rows_per_s:>11,.0f} rows/s  {p.mb_per_s:>8,.1f} MB/s (average)")
+                           f"{p.rows_per_s:>11,.0f} rows/s  {p.mb_per_s:>6,.1f} MB/s  ETA {human_seconds(p.eta_s)}")
 
     def show_rejects(self, path: str | None) -> None:
         self.rejects.load(path)
@@ -140,9 +147,26 @@ class RunPanel(QGroupBox):
         self.plan_label.setText(f"<b>Plan:</b> {html.escape(text)}")
         self.plan_label.setToolTip(text)
 
+    def clear_plan(self, text: str = NO_PLAN) -> None:
+        """No plan to show (yet): never the plan of another file, table or server."""
+        self.plan_label.setText(text)
+        self.plan_label.setToolTip("")
+
     def show_failed(self, text: str) -> None:
         """A run that failed: an empty bar saying so in red, never a full "done"-looking one."""
         progress_bar.show_failed(self.progress, text)
+
+    def clear_result(self) -> None:
+        """Another file: the last file's result (bar, counters, summary, chart, rejects, Resume) goes."""
+        progress_bar.plain_colours(self.progress)
+        self.progress.setValue(0)
+        self.progress.setFormat("idle")
+        self.summary.setText("")
+        self.show_counters(0, 0, 0)
+        self.chart.reset()
+        self.chart.stop()
+        self.set_resumable(False)
+        self.show_rejects(None)
 
     def clear_for_run(self) -> None:
         progress_bar.plain_colours(self.progress)

@@ -14,6 +14,8 @@ BATCH_TIP = ("Rows per batch (per statement, COPY chunk or commit).\n"
              "copy-binary), 10,000 rows for the others")
 DEFAULT_TEXT = "default"  # the batch box at its minimum: no number, the strategy sizes its batches
 WORKERS_TIP = "Connections for strategies that load over several at once"
+AUTO_HELP = ("<b>auto picks the strategy, batch size and workers</b> from the file, the target and the "
+             "server; the plan above the log says which, and why, before the run.")
 AUTO_TIP = "auto picks it from the file, the target and the server (batches of about 8 MB); pick a strategy to set it"
 
 
@@ -105,9 +107,7 @@ class StrategyPanel(QGroupBox):
     def _on_strategy_changed(self, *_args: object) -> None:
         cls = self.current()
         if cls is None:
-            self.strategy_help.setText(
-                "<b>auto picks the strategy, batch size and workers</b> from the file, the target and the "
-                "server; the plan above the log says which, and why, before the run.")
+            self.strategy_help.setText(AUTO_HELP)
             self.batch_spin.set_auto(True, BATCH_TIP)
             self.workers_spin.set_auto(True, WORKERS_TIP)
             return
@@ -121,6 +121,11 @@ class StrategyPanel(QGroupBox):
         if self.current() is None:
             self.strategy_help.setText(f"<b>auto chose {strategy_id}</b> (batches of {batch_rows:,} rows) for the "
                                        f"last run: {reason}")
+
+    def forget_choice(self) -> None:
+        """The set-up changed or another run began: what auto chose for the last run no longer holds."""
+        if self.current() is None:
+            self.strategy_help.setText(AUTO_HELP)
 
     def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
         """Pick a strategy; a batch size or workers given are set too (None leaves the box as it is)."""
