@@ -62,7 +62,8 @@ class RelativeDates:
 
     def mask(self, frame: pl.DataFrame) -> pl.Series:
         """Per row: some guarded column holds a relative date word."""
-        exprs = [pl.col(s).str.contains(PATTERN).fill_null(False) for s, _ in self.columns if s in frame.columns]
+        exprs = [pl.col(s).cast(pl.String).str.contains(PATTERN).fill_null(False)  # a batch of NULLs: Null dtype
+                 for s, _ in self.columns if s in frame.columns]
         if not exprs or frame.height == 0:
             return pl.Series("refused", [False] * frame.height, dtype=pl.Boolean)
         return frame.select(pl.any_horizontal(exprs).alias("refused")).to_series()
