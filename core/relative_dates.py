@@ -178,3 +178,24 @@ def guard(source: Source, maps: Sequence[ColumnMap], target_types: dict[str, str
         columns = tuple((m.source, m.target) for m in timed
                         if m.source is not None and dtypes.get(m.source, pl.String()) == pl.String)
     return RelativeDates(columns) if columns else None
+
+
+def first_refused(frame: pl.DataFrame, columns: Sequence[tuple[str, str]]) -> tuple[int, str, str] | None:
+    """(row, target column, value) of the first row of `frame` whose columns (frame column,
+    target column) hold a relative date word; None when none does. Column-wise, like the guard."""
+    mask = RelativeDates(tuple(columns)).mask(frame)
+    if not mask.any():
+        return None
+    i = int(mask.arg_true()[0])
+    column, value = RelativeDates(tuple(columns)).culprit(frame, i)
+    return i, column, value
+
+
+def script_rows(data: bytes, fmt: str, width: int) -> pl.DataFrame:
+    """A SQL script's chunk as text columns c0..c{width-1}: `csvq` (its INSERT rows as CSV quoted
+    with ', NULL unquoted) or `text` (a COPY block: tab-separated). For looking at, not loading."""
+    if fmt == "text":
+        return pl.read_csv(data, has_header=False, separator="\t", quote_char=None, infer_schema=False,
+                           new_columns=[f"c{k}" for k in range(width)], truncate_ragged_lines=True)
+    return pl.read_csv(data, has_header=False, quote_char="'", infer_schema=False,
+                       new_columns=[f"c{k}" for k in range(width)], truncate_ragged_lines=True)

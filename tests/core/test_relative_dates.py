@@ -185,3 +185,43 @@ def test_a_sql_script_spelling_one_is_refused(
         LoadJob(_spec(path, dated, dsn, strategy, ErrorPolicy.ABORT)).run()
     assert "line 2" in str(raised.value) and "'Yesterday'" in str(raised.value)
     assert _rows(conn, dated) == []
+
+
+@pytest.fixture
+def two_tables(conn: psycopg.Connection[Any], table_name: Callable[[str], str]) -> tuple[str, str]:
+    a, b = table_name("visits"), table_name("notes")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, d date)").format(sql.Identifier(a)))
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, note text)").format(sql.Identifier(b)))
+    return a, b
+
+
+@pytest.mark.parametrize("form", ["insert", "multirow", "copy"])
+def test_a_script_of_several_tables_refuses_them(
+    form: str, dsn: str, conn: psycopg.Connection[Any], two_tables: tuple[str, str], tmp_path: Path
+) -> None:
+    """The tables of a script load together through their own COPY path: a relative date in a date
+    column stops it at its line; the same word in a text column is text."""
+    a, b = two_tables
+    rows = {
+        "insert": f"INSERT INTO {a} VALUES (1, '2024-01-05');\nINSERT INTO {a} VALUES (2, 'Tomorrow');\n",
+        "multirow": f"INSERT INTO {a} VALUES (1, '2024-01-05'),\n(2, 'Tomorrow');\n",
+        "copy": f"COPY {a} (id, d) FROM stdin;\n1\t2024-01-05\n2\tTomorrow\n\\.\n",
+    }[form]
+    path = tmp_path / "two.sql"
+    path.write_text(f"INSERT INTO {b} VALUES (1, 'see you tomorrow');\n" + rows, encoding="utf-8")
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec("", mode=LoadMode.APPEND), strategy="auto", dsn=dsn)
+    with pytest.raises(SluiceError) as raised:
+        LoadJob(spec).run()
+    line = {"insert": 3, "multirow": 2, "copy": 4}[form]  # a multi-row INSERT's rows: its statement's line
+    assert f"line {line}:" in str(raised.value) and "'Tomorrow'" in str(raised.value), str(raised.value)
+    assert raised.value.exit_code == 1
+    assert _rows_of(conn, a) == [] and _rows_of(conn, b) == []
+    # Without it, both tables load (the word in the text column included).
+    path.write_text(f"INSERT INTO {b} VALUES (1, 'see you tomorrow');\n" + rows.replace("Tomorrow", "2024-01-06"),
+                    encoding="utf-8")
+    assert LoadJob(spec).run().rows_loaded == 3
+    assert _rows_of(conn, b) == [(1, "see you tomorrow")]
+
+
+def _rows_of(conn: psycopg.Connection[Any], table: str) -> list[tuple[Any, ...]]:
+    return conn.execute(sql.SQL("SELECT * FROM {} ORDER BY 1").format(sql.Identifier(table))).fetchall()
