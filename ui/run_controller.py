@@ -11,23 +11,24 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QUrl
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox
 
-from core.auto import AUTO
 from core.db import TableRef
 from core.embedded import data_dir
 from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
+from core.history import Entry, strategy_used, target_of
 from core.job import LoadJob, LoadResult
 from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.target_facts import TargetFacts, read_target_facts
 from ui import dialogs
+from ui.check_texts import check_summary, first_bad
+from ui.history_model import HistoryModel
 from ui.mapping_controller import left_out_text
+from ui.reject_files import RejectFiles
 from ui.run_guard import judge
-from ui.table_models import HistoryModel
 from ui.worker import Job
 
 if TYPE_CHECKING:
@@ -39,12 +40,6 @@ CHECKS_KEPT = 20  # reject files of the newest checks kept in the data directory
 def _rows(n: int) -> str:
     """'1 row', '2 rows' ("1 rows were rejected")."""
     return f"{n:,} row{'' if n == 1 else 's'}"
-
-
-def _strategy_used(spec: LoadSpec | None, result: LoadResult) -> str:
-    """The History's strategy: what auto picked, not just "auto" ("auto → copy-csv")."""
-    asked = spec.strategy if spec is not None else result.strategy
-    return f"{AUTO} → {result.strategy}" if asked == AUTO and result.strategy != AUTO else asked
 
 
 def _load_summary(result: LoadResult, rate: str) -> str:
@@ -62,32 +57,6 @@ def _load_summary(result: LoadResult, rate: str) -> str:
             f"{_rows(result.rows_loaded)} of this file are now in the table.{rejected}")
 
 
-def _first_bad(rows: list[tuple[str, ...]]) -> str:
-    """Where a run under On error = abort stops: the first of a check's bad records, in words."""
-    def order(rec: tuple[str, ...]) -> int:
-        return int(rec[1]) if rec[1].isdigit() else 1 << 62
-
-    line, row, column, value, reason = min(rows, key=order)[:5]
-    where = f"line {int(line):,}" if line.isdigit() else f"row {int(row):,}" if row.isdigit() else "a bad record"
-    what = f"column {column!r}, value {value[:40]!r}: " if column else ""
-    reason = reason if len(reason) <= 70 else reason[:70].rsplit(" ", 1)[0].rstrip(" ,;") + "…"  # whole below
-    return f"{where} ({what}{reason})"
-
-
-def _check_summary(result: LoadResult, rate: str, stop: str | None) -> str:
-    """What a check found; under On error = abort (`stop`: its first bad record) what the run would do."""
-    if stop is None:
-        bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
-               if result.rows_rejected else "none would be rejected")
-        return (f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
-                f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
-    more = result.rows_rejected - 1
-    skip = f"with skip, {result.rows_loaded:,} of {result.rows_read:,} rows would load"
-    others = f"{more:,} more bad row{'' if more == 1 else 's'} under Rejected rows" if more else "no other bad row"
-    return (f"Check (On error = abort): the run would stop at {stop} and load nothing; {others} ({skip}). "
-            "Rolled back: the table is as it was.")
-
-
 class RunController(QObject):
     """Starts, stops and ends runs of the window's current set-up; keeps the session's history."""
 
@@ -95,8 +64,9 @@ class RunController(QObject):
         super().__init__(window)
         self.w = window
         self.p = window.run_panel
-        self.history = HistoryModel()
+        self.history = HistoryModel()  # the runs kept in the data directory, this window's and headless ones
         self.job: Job | None = None
+        self.engine: LoadJob | None = None  # the running load's engine: what auto picked, even if it then failed
         self.spec: LoadSpec | None = None
         self.kind = "load"  # or "check"
         self.check_aborts = False  # the check runs with skip to list every bad row; the run would abort
@@ -106,14 +76,14 @@ class RunController(QObject):
         self._confirmed: set[tuple[str | None, str, tuple[TableRef, ...]]] = set()
         self.removed = 0  # rows the running load's truncate takes out (said in its summary and History)
         self.resuming = False
-        self._reject_files: dict[tuple[str, str], str] = {}  # (file, table) -> reject file of its last run
+        # The folder reject files go to, and the buttons on them.
+        self.reject_files = RejectFiles(window.strategy_panel, window.run_panel, window.settings, window)
         p = self.p
         p.run_btn.clicked.connect(lambda: self.start_run())
         p.stop_btn.clicked.connect(self.stop_run)
         p.check_btn.clicked.connect(self.check_run)
         p.resume_btn.clicked.connect(lambda: self.start_run(resume=True))
         p.restart_btn.clicked.connect(lambda: self.start_run(restart=True))
-        p.open_rejects_btn.clicked.connect(self._on_open_rejects_clicked)
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -278,9 +248,9 @@ class RunController(QObject):
         verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
         self.p.log_line(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
-        job = Job(lambda on_progress, on_log, cancel: LoadJob(
+        job = Job(lambda on_progress, on_log, cancel: self._engine(LoadJob(
             spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart,
-            dry_run=dry_run).run())
+            dry_run=dry_run)).run())
         self.job, self.spec = job, spec
         job.signals.progress.connect(self._on_progress)
         job.signals.log.connect(self.p.log_line)
@@ -291,20 +261,14 @@ class RunController(QObject):
         job.start()
         self.w.run_started.emit(job)
 
+    def _engine(self, engine: LoadJob) -> LoadJob:
+        """Keep the engine of the run (set on its worker before it runs; read here once it ended)."""
+        self.engine = engine
+        return engine
+
     def _reject_file_for(self, spec: LoadSpec, resume: bool) -> str:
-        """A new reject file per run (never overwriting an earlier one); a resumed run goes on in its own."""
-        key = (spec.source.path, spec.target.table)
-        if resume and key in self._reject_files:
-            return self._reject_files[key]
-        src = Path(spec.source.path)
-        stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}"
-        path = src.with_name(f"{src.name}.rejects-{stamp}.csv")
-        n = 2
-        while path.exists():
-            path = src.with_name(f"{src.name}.rejects-{stamp}-{n}.csv")
-            n += 1
-        self._reject_files[key] = str(path)
-        return str(path)
+        """A new reject file per run in the reject folder, never beside the data file unasked."""
+        return self.reject_files.file_for(spec, resume)
 
     # -- while it runs and when it ends -----------------------------------------------------------
 
@@ -313,7 +277,7 @@ class RunController(QObject):
         self.p.show_progress(p)
 
     def _end_run(self, outcome: str, read: int, loaded: int, rejected: int, *, seconds: float | None = None,
-                 note: str = "", strategy: str | None = None, loaded_before: int = 0) -> None:
+                 note: str = "", result: LoadResult | None = None, loaded_before: int = 0) -> None:
         """The one place a run's end is shown: counters, summary (set by the caller), history and log agree.
 
         `loaded_before`: of `loaded`, the rows an earlier run committed (a resumed run): not in the rate.
@@ -326,15 +290,33 @@ class RunController(QObject):
         rate = f"{own / seconds:,.0f}" if seconds and own > 0 else ""
         self.p.set_running(False)
         self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
-        self.history.add((
-            f"{dt.datetime.now():%H:%M:%S}", self.kind, Path(spec.source.path).name, spec.target.table,
-            strategy or spec.strategy, f"{read:,}", f"{loaded:,}", f"{rejected:,}",
-            f"{seconds:.2f}" if seconds else "", rate, outcome, note,
-        ))
+        own_rate = own / seconds if seconds and own > 0 else None
+        self._remember(spec, outcome, (read, loaded, rejected), seconds, own_rate, note, result)
         self.p.log_line(f"— {outcome}: read {read:,}, loaded {loaded:,}, rejected {rejected:,}. "
                         f"{self.p.summary.text()}")
         self.job = None
         self.w.run_ended.emit()
+
+    def _remember(self, spec: LoadSpec, outcome: str, counts: tuple[int, int, int], seconds: float | None,
+                  rate: float | None, note: str, result: LoadResult | None) -> None:
+        """The run into the kept history: mode, auto's pick (also of a run that failed), each table's rows."""
+        read, loaded, rejected = counts
+        engine = self.engine
+        chosen = result.strategy if result is not None else (
+            engine.chosen.strategy if engine is not None and engine.chosen is not None else None)
+        tables = result.tables if result is not None else ()
+        info = self.w.source_info
+        if not tables and info is not None and self.w.source_panel.all_script_tables():
+            tables = tuple(name for name, _rows in info.script_tables)  # the tables a failed script was to fill
+        self.history.add(Entry(
+            kind=self.kind, source=spec.source.path, target=target_of(spec, tables), mode=spec.target.mode.value,
+            strategy=strategy_used(spec.strategy, chosen), outcome=outcome, rows_read=read, rows_loaded=loaded,
+            rows_rejected=rejected, seconds=seconds, rows_per_s=rate,
+            note=note, tables=result.table_rows if result is not None else (),
+            reject_file=result.reject_file if result is not None else None))
+        if self.history.problem:
+            self.p.log_line(f"note: the history is kept for this session only: {self.history.problem}")
+            self.history.problem = ""
 
     def _count_rows(self, result: LoadResult) -> None:
         """A run or a check that read the file through has counted its rows: from now on the
@@ -358,9 +340,9 @@ class RunController(QObject):
         if result.reject_file:
             p.show_rejects(result.reject_file)
         # A check collects every bad row; under abort the run would stop at the first of them.
-        stop = _first_bad(p.rejects.rows) if check and self.check_aborts and p.rejects.rows else None
+        stop = first_bad(p.rejects.rows) if check and self.check_aborts and p.rejects.rows else None
         if check:
-            p.summary.setText(_check_summary(result, rate, stop))
+            p.summary.setText(check_summary(result, rate, stop))
             if stop is not None:
                 p.progress.setFormat("checked: the run would stop")
         else:
@@ -373,7 +355,7 @@ class RunController(QObject):
         if stop is not None:
             note = f"would stop at {stop}; rolled back"
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
-                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result),
+                      seconds=result.seconds, note=note, result=result,
                       loaded_before=0 if check else result.loaded_before)
         if check:
             self.w.check_finished.emit(result)
@@ -467,9 +449,20 @@ class RunController(QObject):
 
         self.w.background(lambda *_a: committed(dsn, path, ref), done, failed)
 
-    def _on_open_rejects_clicked(self) -> None:
-        if self.p.rejects.path:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(self.p.rejects.path))
+    def clear_history(self) -> None:
+        """Forget every run kept (after a question naming how many); tables and files are not touched."""
+        self.history.refresh()
+        n = self.history.kept()
+        if n == 0:
+            QMessageBox.information(self.w, "Sluice", "The history is empty.")
+            return
+        question = (f"Forget all {_rows(n).replace('row', 'run')} in the history, those of the command line "
+                    f"too?\n\nTables, data files and reject files are not touched. The history is kept in "
+                    f"{self.history.store.path}.")
+        if not dialogs.ask(self.w, "Clear history", question, "Clear history", destructive=True):
+            return
+        self.history.clear()
+        self.p.log_line(f"history cleared: {_rows(n).replace('row', 'run')} forgotten")
 
     # -- comparisons ------------------------------------------------------------------------------
 
@@ -485,8 +478,9 @@ class RunController(QObject):
         rows = (f"whole file, {used:,} rows" if used is not None and (not sample or used < sample)
                 else f"sample {sample:,} rows" if sample else "whole file")
         note = f"{len(results)} results, RTT {rtt:g} ms, {rows}"
-        rate = f"{statistics.median(best.runs):,.0f}" if best is not None and best.runs else ""
-        self.history.add((
-            f"{dt.datetime.now():%H:%M:%S}", "compare", Path(spec.source.path).name, spec.target.table,
-            f"fastest: {best.strategy}" if best is not None else "", "", "", "", "", rate, "compared", note,
-        ))
+        rate = statistics.median(best.runs) if best is not None and best.runs else None
+        # Into scratch tables shaped like the target: no mode of the target's applies.
+        self.history.add(Entry(
+            kind="compare", source=spec.source.path, target=target_of(spec), mode="",
+            strategy=f"fastest: {best.strategy}" if best is not None else "", outcome="compared", rows_per_s=rate,
+            note=note))

@@ -132,7 +132,7 @@ def test_a_resumed_runs_rate_is_the_same_in_counters_summary_and_history(
     assert f"{result.rows_per_s:,.0f}" == own
     assert f"({own} rows/s" in w.summary.text()
     assert f"rate {own:>11} rows/s" in w.counters.text()
-    assert w.history.rows[-1][9] == own
+    assert w.history.rows[-1][w.history.RATE] == own
     # While it ran, too: this run's rows only.
     loading = [(r, n, e) for r, n, e in rates if n > committed and e > 0]
     assert loading and all(abs(r - (n - committed) / e) < 1e-6 for r, n, e in loading), (committed, rates)

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from core.events import Progress, human_seconds
 from ui import progress_bar
 from ui.charts import ThroughputChart
+from ui.elided_label import ElidedLabel
 from ui.table_models import RejectsModel
 
 NO_PLAN = "Plan: pick a file and a table, and the plan for the run shows here."
@@ -98,9 +99,20 @@ class RunPanel(QGroupBox):
         for col, width in enumerate((44, 44, 64, 64, 320)):
             self.rejects_view.setColumnWidth(col, width)
         rl.addWidget(self.rejects_view)
-        self.open_rejects_btn = QPushButton("Open reject file")
-        self.open_rejects_btn.setEnabled(False)
-        rl.addWidget(self.open_rejects_btn)
+        # The file's path stays in sight: where no application opens .csv files, Open does nothing there.
+        file_row = QHBoxLayout()
+        self.reject_path_label = ElidedLabel("", mode=Qt.TextElideMode.ElideMiddle)
+        self.open_rejects_btn = QPushButton("Open")
+        self.open_rejects_btn.setToolTip("Open the reject file with the application set for .csv files")
+        self.show_rejects_btn = QPushButton("Show in folder")
+        self.show_rejects_btn.setToolTip("Open the folder that holds the reject file")
+        self.copy_rejects_btn = QPushButton("Copy path")
+        self.copy_rejects_btn.setToolTip("Copy the reject file's path to the clipboard")
+        file_row.addWidget(self.reject_path_label, 1)
+        for b in (self.open_rejects_btn, self.show_rejects_btn, self.copy_rejects_btn):
+            b.setEnabled(False)
+            file_row.addWidget(b)
+        rl.addLayout(file_row)
         self.run_tabs.addTab(rejected, "Rejected rows")
         left.addWidget(self.run_tabs)
         holder = QWidget()
@@ -138,7 +150,9 @@ class RunPanel(QGroupBox):
 
     def show_rejects(self, path: str | None) -> None:
         self.rejects.load(path)
-        self.open_rejects_btn.setEnabled(bool(path))
+        self.reject_path_label.setText(path or "")
+        for b in (self.open_rejects_btn, self.show_rejects_btn, self.copy_rejects_btn):
+            b.setEnabled(bool(path))
         self.run_tabs.setTabText(1, f"Rejected rows ({self.rejects.total:,})" if path else "Rejected rows")
         if path:
             self.run_tabs.setCurrentIndex(1)
