@@ -80,7 +80,7 @@ def test_check_under_abort_says_where_the_run_would_stop(
     assert "would stop at line 7 (column 'id', value 'x': " in summary and "load nothing" in summary
     assert "17 more bad rows under Rejected rows (with skip, 1,982 of 2,000 rows would load)" in summary and "abort" in summary
     assert w.rejects.total == 18  # every other bad row is still listed
-    assert w.history.rows[-1][11].startswith("would stop at line 7")
+    assert w.history.rows[-1][w.history.NOTE].startswith("would stop at line 7")
     # The run with those settings does what the check said.
     w.answer = True
     with qtbot.waitSignal(w.run_failed, timeout=60_000) as failed:
