@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import crash_reports, gui
@@ -35,7 +36,14 @@ def _main_with(argv: list[str], drive: Callable[[Any], None], monkeypatch: pytes
         drive(windows[0])
 
     QTimer.singleShot(0, find_window)
-    return gui.main(argv)
+    code = gui.main(argv)
+    # main()'s window is no test's widget: free it now, not in a later test's garbage collection.
+    for w in QApplication.topLevelWidgets():
+        if type(w).__name__ == "MainWindow":
+            w.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    gc.collect()
+    return code
 
 
 def _quit(window: Any) -> None:
