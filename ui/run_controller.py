@@ -76,6 +76,7 @@ class RunController(QObject):
         self._confirmed: set[tuple[str | None, str, tuple[TableRef, ...]]] = set()
         self.removed = 0  # rows the running load's truncate takes out (said in its summary and History)
         self.resuming = False
+        self.unattended = False  # --screenshot: a question is answered no (a modal dialog would wait forever)
         # The folder reject files go to, and the buttons on them.
         self.reject_files = RejectFiles(window.strategy_panel, window.run_panel, window.settings, window)
         p = self.p
@@ -149,6 +150,10 @@ class RunController(QObject):
             question = verdict.question
             if info is not None and not info.rows_exact:
                 question += "\n\nThe file's row count is an estimate from its first rows."
+            if self.unattended:
+                self.p.log_line(f"not started: nobody to answer: {question.splitlines()[0]}")
+                w.run_refused.emit(question)
+                return
             if not dialogs.ask(w, verdict.title, question, verdict.yes, destructive=verdict.destructive):
                 self.p.log_line(f"not started: the user said no to: {question.splitlines()[0]}")
                 w.run_refused.emit(question)

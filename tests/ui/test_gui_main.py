@@ -93,3 +93,21 @@ def test_a_failed_load_given_with_run_exits_1(
 
     code = _main_with(["--open", str(path), "--table", table, "--dsn", dsn, "--run"], drive, monkeypatch, tmp_path)
     assert code == 1
+
+
+def test_run_with_a_screenshot_never_waits_on_a_question(
+    qtbot: Any, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--run --screenshot into a table with rows: nobody can answer "Append…?", so it is answered no; the
+    shot is taken, the table is as it was, and the status says the load did not run (it hung before)."""
+    table = table_name("unattended")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
+    conn.execute(sql.SQL("INSERT INTO {} VALUES (1, 'kept')").format(sql.Identifier(table)))
+    path = tmp_path / "more.csv"
+    path.write_text("id,name\n2,b\n3,c\n", encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    code = _main_with(["--open", str(path), "--table", table, "--dsn", dsn, "--run", "--screenshot", str(shot)],
+                      lambda _w: None, monkeypatch, tmp_path)
+    assert code == 1 and shot.exists()
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (1,)
