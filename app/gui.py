@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
         if args.screenshot and not outcome.get("shot"):
             outcome["shot"] = 1
             window.grab().save(args.screenshot)
-            app.quit()
+            window.close()  # as Quit does: the window stops its timers and workers, then the app ends
 
     def after_run(code: int) -> None:
         if outcome.get("ran"):
