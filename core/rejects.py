@@ -95,10 +95,12 @@ class RejectWriter:
         except OSError as exc:
             raise ConfigError(f"cannot write the reject file {self.path}: {exc.strerror}") from None
         self._csv = csv.writer(self._file)
+        # Many files read as one source (core.sources.many): each record also names its file.
+        self._file_of = getattr(source, "file_of", None)
         if keep and resume_at is not None:
             self.rewind(*resume_at)
         else:
-            self._csv.writerow(self.HEADER)
+            self._csv.writerow(self.HEADER + (("file",) if self._file_of else ()))
         self._start = self.position()
 
     def position(self) -> int:
@@ -118,13 +120,16 @@ class RejectWriter:
     def add(
         self, reject: Reject, dsn: str, columns: Sequence[str], types: Sequence[str], values: Sequence[Any] | None
     ) -> None:
-        self._csv.writerow(reject_fields(self.source, reject, dsn, columns, types, values))
+        self._csv.writerow(reject_fields(self.source, reject, dsn, columns, types, values) + self._named(reject.row))
         self.count += 1
 
     def add_bad(self, bad: BadRecord) -> None:
         """A record the source could not turn into a row: no column or value, its own text."""
-        self._csv.writerow(bad_record_fields(bad))
+        self._csv.writerow(bad_record_fields(bad) + self._named(bad.row))
         self.count += 1
+
+    def _named(self, row: int) -> tuple[str, ...]:
+        return (self._file_of(row)[0],) if self._file_of else ()
 
     def add_lines(self, text: str, count: int) -> None:
         """Reject lines already formatted (CSV), e.g. kept by a chunk's checkpoint row."""

@@ -1,0 +1,338 @@
+"""Many files, one table: a folder, a glob or a list of files read as one source.
+
+The files are read one after the other, as if they were one file, so every strategy and
+every commit protocol takes them as they take one file (one transaction for all of them
+under `single`). Before anything is read, every file must have the first file's columns:
+a file whose columns differ is refused, naming it and the difference. CSV files are read
+with the first file's delimiter, quote and header, and with one NULL marker for all.
+
+The source remembers where each file's rows start, so a row (a reject, the first bad
+row) is named by its file and its own line, and a load can say what each file gave.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import polars as pl
+
+from core.errors import ConfigError, SourceError
+from core.sources.base import Batch, Fingerprint, Source
+from core.spec import SourceOptions
+
+GLOB_CHARS = frozenset("*?[")
+LIST_SEP = os.pathsep  # a list of files in one path field: a.csv:b.csv (a.csv;b.csv on Windows)
+SAMPLE_SHARE = 4  # a new table's types: the first file's sample, and a quarter as many rows of each other file
+SAMPLE_FILES = 50  # ... of at most this many files
+
+
+def _not_data(p: Path) -> bool:
+    """A reject file written beside the files (x.rejects.csv, x.csv.rejects-<time>.csv): never data."""
+    return ".rejects" in p.name
+
+
+def is_many(path: str) -> bool:
+    """Whether `path` names a set of files (a folder, a glob, a list) rather than one file."""
+    if not path:
+        return False
+    p = Path(path).expanduser()
+    if p.is_file():
+        return False
+    return p.is_dir() or bool(GLOB_CHARS & set(path)) or LIST_SEP in path
+
+
+def _natural(p: Path) -> list[object]:
+    """file2 before file10: names compared by their digits' values."""
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", p.name)]
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    from core.sources.sniff import _EXT
+
+    files = [p for p in folder.iterdir()
+             if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in _EXT
+             and not _not_data(p)]
+    kinds = sorted({_EXT[p.suffix.lower()] for p in files})
+    if len(kinds) > 1:
+        raise ConfigError(f"the folder {folder} holds files of several kinds ({', '.join(kinds)}): name the ones "
+                          f"to load with a pattern, e.g. {folder / ('*' + sorted(files, key=_natural)[0].suffix)}")
+    return sorted(files, key=_natural)
+
+
+def expand(path: str) -> list[Path]:
+    """The files `path` names, in load order: a folder's data files, a glob's matches (both
+    sorted by name, numbers by value), or a list's items in the order given."""
+    items = path.split(LIST_SEP) if LIST_SEP in path and not Path(path).exists() else [path]
+    files: list[Path] = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        p = Path(item).expanduser()
+        if p.is_dir():
+            found = _folder_files(p)
+            if not found:
+                raise SourceError("the folder holds no data file (csv, tsv, parquet, json, excel...)", path=item)
+            files += found
+        elif GLOB_CHARS & set(item) and not p.exists():
+            found = sorted((Path(m) for m in glob.glob(str(p)) if Path(m).is_file() and not _not_data(Path(m))),
+                           key=_natural)
+            if not found:
+                raise SourceError("no file matches this pattern", path=item)
+            files += found
+        else:
+            files.append(p)
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    if not unique:
+        raise SourceError("names no file", path=path)
+    return unique
+
+
+def join_paths(paths: list[str]) -> str:
+    """Several paths as one source path (a list of absolute paths: a profile keeps it as it is)."""
+    if len(paths) == 1:
+        return paths[0]
+    return LIST_SEP.join(str(Path(p).expanduser().absolute()) for p in paths)
+
+
+def differences(first: list[str], other: list[str]) -> str:
+    """How `other`'s columns differ from `first`'s, in words ('' when they are the same set)."""
+    missing = [c for c in first if c not in other]
+    extra = [c for c in other if c not in first]
+    parts = []
+    if missing:
+        parts.append(f"lacks {', '.join(map(repr, missing))}")
+    if extra:
+        parts.append(f"has {', '.join(map(repr, extra))} besides")
+    if not parts and len(other) != len(first):
+        parts.append(f"has {len(other)} columns where the first has {len(first)} (a name repeats)")
+    return " and ".join(parts)
+
+
+@dataclass(frozen=True)
+class FileCount:
+    """What one file gave a load."""
+
+    file: str
+    rows_read: int
+    rows_loaded: int
+    rows_rejected: int
+
+    def describe(self) -> str:
+        rejected = f", {self.rows_rejected:,} rejected" if self.rows_rejected else ""
+        return f"{self.file}: {self.rows_read:,} rows read, {self.rows_loaded:,} loaded{rejected}"
+
+
+class ManySource(Source):
+    """Several files with the same columns, read one after the other as one source."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.path = Path(options.path)
+        self.files = expand(options.path)
+        self.parts = self._open_parts(options)
+        first = self.parts[0]
+        self.format = first.format
+        options.format = first.format
+        self._columns = first.columns()
+        self.reordered: list[str] = []  # files whose columns come in another order (taken by name)
+        for part in self.parts[1:]:
+            cols = part.columns()
+            why = differences(self._columns, cols)
+            if why:
+                raise ConfigError(f"{part.path}: its columns differ from the first file's ({first.path.name}): it "
+                                  f"{why}. Every file loaded into one table must have the same columns; nothing "
+                                  "was sent")
+            if cols != self._columns:
+                self.reordered.append(part.path.name)
+        for name in ("dialect", "null_columns", "empty_null_columns"):
+            if hasattr(first, name):
+                setattr(self, name, getattr(first, name))
+        self.fingerprint = Fingerprint(sum(p.size for p in self.parts), max(p.fingerprint.mtime_ns for p in self.parts))
+        self._starts: dict[int, int] = {0: 0}  # part index -> its first row in the whole
+        self._rows: dict[int, int] = {}  # part index -> its rows (bad records included), once known
+
+    def _open_parts(self, options: SourceOptions) -> list[Source]:
+        from core.sources.factory import open_source
+
+        first = open_source(replace(options, path=str(self.files[0])))
+        if first.format == "sql":
+            raise ConfigError("SQL scripts name their own tables: load them one at a time")
+        same = replace(options, format=first.format)
+        d = getattr(first, "dialect", None)
+        if d is not None:  # the first file's shape for all, so a file sniffed otherwise is refused by its columns
+            same = replace(same, delimiter=d.delimiter, quote=d.quote, header=d.header)
+        parts = [first, *(open_source(replace(same, path=str(f))) for f in self.files[1:])]
+        if d is None or options.null is not None:
+            return parts
+        return self._one_marker(parts, same)
+
+    @staticmethod
+    def _one_marker(parts: list[Source], same: SourceOptions) -> list[Source]:
+        """One sniffed NULL marker for every file, in the columns where any file showed it
+        standing for a gap: a column means the same in January and in March."""
+        from core.sources.factory import open_source
+
+        markers = sorted({p.dialect.null for p in parts if p.dialect.null})  # type: ignore[attr-defined]
+        if not markers:
+            return parts
+        if len(markers) > 1:
+            raise ConfigError(f"the files write NULL differently ({', '.join(map(repr, markers))}): name the "
+                              "marker with --null (the NULL field in the window)")
+        marker = markers[0]
+        columns: set[str] | None = set()
+        for p in parts:
+            if p.dialect.null == marker:  # type: ignore[attr-defined]
+                cols = getattr(p, "null_columns", None)
+                if cols is None:
+                    columns = None
+                    break
+                columns |= set(cols)  # type: ignore[operator]
+        wanted = None if columns is None else sorted(columns)
+        settled = replace(same, null=marker, null_columns=wanted)
+        out = []
+        for p in parts:
+            have = getattr(p, "null_columns", None)
+            fits = p.dialect.null == marker and (  # type: ignore[attr-defined]
+                (have is None) == (wanted is None) and set(have or ()) == set(wanted or ()))
+            out.append(p if fits else open_source(replace(settled, path=str(p.path))))
+        return out
+
+    @property
+    def size(self) -> int:
+        return self.fingerprint.size
+
+    def columns(self) -> list[str]:
+        return list(self._columns)
+
+    def dtypes(self) -> dict[str, pl.DataType]:
+        return self.parts[0].dtypes()
+
+    def reject_default(self) -> str:
+        """Where rejects go when no file is named: beside the files, named by the first and the last."""
+        first, last = self.parts[0].path, self.parts[-1].path
+        return str(first.with_name(f"{first.stem}..{last.stem}.rejects.csv"))
+
+    def describe_files(self) -> str:
+        """'12 files (jan.csv ... dec.csv)'."""
+        names = [p.path.name for p in self.parts]
+        shown = ", ".join(names) if len(names) <= 6 else f"{', '.join(names[:3])}, ... {names[-1]}"
+        return f"{len(names)} files ({shown})"
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _frame(self, frame: pl.DataFrame) -> pl.DataFrame:
+        return frame if frame.columns == self._columns else frame.select(self._columns)
+
+    def _read(self, batch_rows: int, skip_rows: int, bad: bool) -> Iterator[Batch]:
+        base_bytes = 0
+        for i, part in enumerate(self.parts):
+            start = self._start(i)
+            local_skip = max(0, skip_rows - start)
+            if i in self._rows and local_skip >= self._rows[i]:
+                base_bytes += part.size
+                self._start(i + 1)
+                continue
+            end = local_skip
+            read = part.batches_with_bad if bad else part.batches
+            for b in read(batch_rows, local_skip):
+                end = b.first_row + b.frame.height
+                yield Batch(self._frame(b.frame), start + b.first_row, base_bytes + b.bytes_read, b.lines,
+                            tuple(replace(r, row=start + r.row) for r in b.bad))
+            if i not in self._rows:
+                self._rows[i] = end if local_skip == 0 or end > local_skip else self._count(i)
+            base_bytes += part.size
+            self._starts[i + 1] = start + self._rows[i]
+
+    def batches(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
+        return self._read(batch_rows, skip_rows, bad=False)
+
+    def batches_with_bad(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
+        return self._read(batch_rows, skip_rows, bad=True)
+
+    def sample(self, rows: int = 200) -> pl.DataFrame:
+        """The first file's first `rows` rows, and some of every other file's: a new table's
+        types must hold the values of every file, not only the first."""
+        frames = [self._frame(self.parts[0].sample(rows))]
+        share = max(1, rows // SAMPLE_SHARE)
+        frames += [self._frame(p.sample(share)) for p in self.parts[1:SAMPLE_FILES]]
+        frames = [f for f in frames if f.height] or frames[:1]
+        try:
+            return pl.concat(frames, how="vertical_relaxed")
+        except pl.exceptions.PolarsError:
+            return frames[0]
+
+    # -- where a row comes from ------------------------------------------------------------------
+
+    def _count(self, i: int) -> int:
+        """Part i's rows, counted by reading it (asked only for a part not read yet)."""
+        if i not in self._rows:
+            n = 0
+            for b in self.parts[i].batches_with_bad(100_000):
+                n = b.first_row + b.frame.height
+            self._rows[i] = n
+        return self._rows[i]
+
+    def _start(self, i: int) -> int:
+        if i not in self._starts:
+            self._starts[i] = self._start(i - 1) + self._count(i - 1)
+        return self._starts[i]
+
+    def part_of(self, row: int) -> tuple[int, int]:
+        """(part index, row within that file) of the whole's row `row`."""
+        for i in range(len(self.parts)):
+            if row < self._start(i) + self._count(i) or i == len(self.parts) - 1:
+                return i, row - self._start(i)
+        return len(self.parts) - 1, row
+
+    def file_of(self, row: int) -> tuple[str, int]:
+        """(the file, its own 0-based row) that the whole's row `row` comes from."""
+        i, local = self.part_of(row)
+        return str(self.parts[i].path), local
+
+    def locate(self, row: int) -> tuple[int | None, str | None]:
+        i, local = self.part_of(row)
+        return self.parts[i].locate(local)
+
+    def check_unchanged(self) -> None:
+        for p in self.parts:
+            p.check_unchanged()
+
+    def counts(self, rejected_rows: list[int], loaded_total: int) -> list[FileCount]:
+        """What each file gave: its rows read (those known), loaded and rejected. `rejected_rows`
+        are the whole's 0-based rows that were rejected; `loaded_total` caps what is said
+        loaded (a load that stopped loaded no more than it says)."""
+        rejected = [0] * len(self.parts)
+        for r in rejected_rows:
+            rejected[self.part_of(r)[0]] += 1
+        out = []
+        left = loaded_total
+        for i, p in enumerate(self.parts):
+            read = self._rows.get(i, 0)
+            loaded = max(0, min(left, read - rejected[i]))
+            left -= loaded
+            out.append(FileCount(str(p.path), read, loaded, rejected[i]))
+        return out
+
+
+def fingerprint(path: str) -> str:
+    """The set's checkpoint fingerprint: every file's, in order (a file added, gone or changed differs)."""
+    parts = []
+    for f in expand(path):
+        st = f.stat()
+        with open(f, "rb") as fh:
+            head = hashlib.sha256(fh.read(1 << 16)).hexdigest()[:16]
+        parts.append(f"{f.resolve()}={st.st_size}:{st.st_mtime_ns}:{head}")
+    text = "\n".join(parts)
+    return "files:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
