@@ -174,6 +174,7 @@ class LoadJob:
         cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
         plan = plan_load(spec, ctl)
         many_files.settled(self, plan)  # many files: said before the run; their counts kept for the result
+        spec = self.spec
         if cls is None:
             self.chosen = choose(spec, plan, ctl)
             self.spec = spec = replace(spec, strategy=self.chosen.strategy, batch_rows=self.chosen.batch_rows,

@@ -1,0 +1,253 @@
+"""Many files, one table (issue 26 item 6): a folder, a glob or a list of files, generated here
+in each format, load into one table in one transaction or file by file, each file counted."""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import psycopg
+import pytest
+from psycopg import sql
+
+from core.errors import BadRowError, ConfigError, SluiceError, UnfinishedRun
+from core.job import LoadJob
+from core.many_files import EachFileJob, make_job
+from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
+
+
+def _frame(month: int, rows: int, seed: int) -> pl.DataFrame:
+    rnd = random.Random(seed)
+    return pl.DataFrame({
+        "id": [month * 100_000 + i for i in range(rows)],
+        "day": [f"2024-{month:02d}-{rnd.randint(1, 28):02d}" for _ in range(rows)],
+        "amount": [f"{rnd.randint(-99999, 99999) / 100:.2f}" for _ in range(rows)],
+        "note": [rnd.choice(["plain", "a, comma", 'a "quote"', "two\nlines", "", "ünïcode"]) for _ in range(rows)],
+    })
+
+
+def _write(frame: pl.DataFrame, path: Path) -> None:
+    kind = path.suffix
+    if kind == ".csv":
+        frame.write_csv(path)
+    elif kind == ".tsv":
+        frame.with_columns(pl.col("note").str.replace_all("\n", " ")).write_csv(path, separator="\t", quote_style="never")
+    elif kind == ".parquet":
+        frame.write_parquet(path)
+    elif kind == ".ndjson":
+        frame.write_ndjson(path)
+    else:
+        raise AssertionError(kind)
+
+
+def _months(folder: Path, kind: str, sizes: list[int], seed: int = 1) -> list[pl.DataFrame]:
+    folder.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for m, rows in enumerate(sizes, start=1):
+        f = _frame(m, rows, seed * 100 + m)
+        # file2 before file10: names whose numbers sort by value
+        _write(f, folder / f"export-{m}{kind}")
+        frames.append(f)
+    return frames
+
+
+def _rows(conn: psycopg.Connection[Any], table: str) -> list[tuple[Any, ...]]:
+    return conn.execute(sql.SQL("SELECT id, day::text, amount::text, coalesce(note, '') FROM {} ORDER BY id").format(
+        sql.Identifier(table))).fetchall()
+
+
+def _expected(frames: list[pl.DataFrame]) -> list[tuple[Any, ...]]:
+    whole = pl.concat(frames)
+    if whole["note"].dtype == pl.String:
+        whole = whole.with_columns(pl.col("note").fill_null(""))
+    return sorted((int(r[0]), r[1], f"{float(r[2]):.2f}", r[3]) for r in whole.rows())
+
+
+def _spec(path: str, table: str, dsn: str, **kw: Any) -> LoadSpec:
+    mode = kw.pop("mode", LoadMode.CREATE)
+    return LoadSpec(SourceOptions(path), TargetSpec(table, mode=mode), dsn=dsn, **kw)
+
+
+@pytest.mark.parametrize("kind", [".csv", ".tsv", ".parquet", ".ndjson"])
+def test_a_glob_loads_every_file_into_one_table_each_counted(
+    kind: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    sizes = [random.Random(kind).randint(50, 400) for _ in range(11)]
+    frames = _months(tmp_path / "exports", kind, sizes)
+    (tmp_path / "exports" / "README.md").write_text("not data")
+    table = table_name("many")
+    result = LoadJob(_spec(str(tmp_path / "exports" / f"*{kind}"), table, dsn)).run()
+    assert (result.rows_read, result.rows_loaded, result.rows_rejected) == (sum(sizes),) * 2 + (0,)
+    got = _rows(conn, table)
+    if kind == ".tsv":
+        frames = [f.with_columns(pl.col("note").str.replace_all("\n", " ")) for f in frames]
+    assert [(r[0], r[1], f"{float(r[2]):.2f}", r[3]) for r in got] == _expected(frames)
+    # each file named, in name order with numbers by value (export-2 before export-10)
+    assert [Path(f["file"]).name for f in result.files] == [f"export-{m}{kind}" for m in range(1, 12)]
+    assert [f["rows_read"] for f in result.files] == sizes
+    assert [f["rows_loaded"] for f in result.files] == sizes
+
+
+def test_a_folder_and_a_list_load_too(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    frames = _months(tmp_path / "f", ".csv", [30, 40, 50])
+    table = table_name("folder")
+    logs: list[str] = []
+    result = LoadJob(_spec(str(tmp_path / "f"), table, dsn), on_log=logs.append).run()
+    assert [f["rows_read"] for f in result.files] == [30, 40, 50]
+    assert any("3 files" in m and "one transaction" in m for m in logs)
+    assert any(m.endswith("export-2.csv: 40 rows read, 40 loaded") for m in logs)
+    table2 = table_name("list")
+    listed = ":".join(str(tmp_path / "f" / n) for n in ("export-3.csv", "export-1.csv"))
+    result = LoadJob(_spec(listed, table2, dsn)).run()
+    assert [Path(f["file"]).name for f in result.files] == ["export-3.csv", "export-1.csv"]
+    assert len(_rows(conn, table2)) == 80 and len(_rows(conn, table)) == sum(f.height for f in frames)
+
+
+def test_a_file_whose_columns_differ_is_refused_before_anything_is_sent(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    _months(tmp_path / "m", ".csv", [20, 20, 20, 20])
+    odd = tmp_path / "m" / "export-3.csv"
+    pl.read_csv(odd).rename({"note": "memo"}).with_columns(extra=pl.lit(1)).write_csv(odd)
+    table = table_name("refused")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, day date, amount numeric, note text)").format(sql.Identifier(table)))
+    with pytest.raises(ConfigError) as err:
+        LoadJob(_spec(str(tmp_path / "m" / "*.csv"), table, dsn, mode=LoadMode.APPEND)).run()
+    text = str(err.value)
+    assert "export-3.csv" in text and "'note'" in text and "'memo'" in text and "'extra'" in text
+    assert "nothing was sent" in text
+    assert _rows(conn, table) == []
+    # a reordered file has the same columns: taken by name
+    _months(tmp_path / "m", ".csv", [20, 20, 20, 20])
+    moved = pl.read_csv(odd)
+    moved.select(["note", "amount", "id", "day"]).write_csv(odd)
+    logs: list[str] = []
+    result = LoadJob(_spec(str(tmp_path / "m" / "*.csv"), table, dsn, mode=LoadMode.APPEND), on_log=logs.append).run()
+    assert result.rows_loaded == 80 and any("another order in export-3.csv" in m for m in logs)
+    assert (3 * 100_000 + 5,) in [(r[0],) for r in _rows(conn, table)]
+
+
+def test_one_transaction_a_bad_row_in_the_third_file_loads_nothing_and_names_that_file(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    _months(tmp_path / "b", ".csv", [100, 100, 100])
+    bad = tmp_path / "b" / "export-3.csv"
+    frame = pl.read_csv(bad)
+    assert frame.height == 100
+    table = table_name("onetx")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, day date, amount numeric, note text)").format(sql.Identifier(table)))
+    target_row = 41  # the 42nd record of the third file
+    rows = frame.rows()
+    rows[target_row] = (rows[target_row][0], "not a date", rows[target_row][2], rows[target_row][3])
+    pl.DataFrame(rows, schema=frame.columns, orient="row").write_csv(bad)
+    line = 2 + target_row + sum(r[3].count("\n") for r in rows[:target_row])  # header, rows, quoted newlines
+    for strategy in ("copy-csv", "copy-binary", "executemany"):
+        with pytest.raises(BadRowError) as err:
+            LoadJob(_spec(str(tmp_path / "b"), table, dsn, mode=LoadMode.APPEND, strategy=strategy)).run()
+        p = err.value.problem
+        assert (Path(p.path).name, p.line, p.column, p.value) == ("export-3.csv", line, "day", "not a date"), strategy
+        assert _rows(conn, table) == []
+
+
+def test_skip_counts_each_files_rejects_and_names_the_file_in_the_reject_file(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    _months(tmp_path / "s", ".csv", [30, 30, 30])
+    for name, ids in (("export-1.csv", [3]), ("export-3.csv", [0, 29])):
+        p = tmp_path / "s" / name
+        f = pl.read_csv(p)
+        f = f.with_columns(pl.when(pl.int_range(pl.len()).is_in(ids)).then(pl.lit("nope")).otherwise(pl.col("amount"))
+                           .alias("amount"))
+        f.write_csv(p)
+    table = table_name("skipmany")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, day date, amount numeric, note text)").format(sql.Identifier(table)))
+    result = LoadJob(_spec(str(tmp_path / "s" / "*.csv"), table, dsn, mode=LoadMode.APPEND,
+                           on_error=ErrorPolicy.SKIP)).run()
+    assert [(f["rows_read"], f["rows_loaded"], f["rows_rejected"]) for f in result.files] == [
+        (30, 29, 1), (30, 30, 0), (30, 28, 2)]
+    assert result.reject_file is not None and "*" not in result.reject_file
+    with open(result.reject_file, newline="", encoding="utf-8") as fh:
+        recs = list(csv.DictReader(fh))
+    assert sorted((Path(r["file"]).name, r["column"]) for r in recs) == [
+        ("export-1.csv", "amount"), ("export-3.csv", "amount"), ("export-3.csv", "amount")]
+    assert len(_rows(conn, table)) == 87
+
+
+def test_per_file_commits_each_file_and_resume_goes_on_from_the_bad_one(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    frames = _months(tmp_path / "p", ".csv", [40, 50, 60, 70])
+    glob = str(tmp_path / "p" / "*.csv")
+    made = table_name("perfile_new")  # create mode: the first file makes the table, the others append
+    result = make_job(_spec(glob, made, dsn, commit=CommitMode.PER_FILE)).run()
+    assert [f["rows_loaded"] for f in result.files] == [40, 50, 60, 70] and len(_rows(conn, made)) == 220
+    bad = tmp_path / "p" / "export-3.csv"
+    good = bad.read_bytes()
+    bad.write_text(bad.read_text().replace(f"\n{3 * 100_000 + 7},", "\nseven,", 1))
+    assert bad.read_bytes() != good
+    table = table_name("perfile")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, day date, amount numeric, note text)").format(sql.Identifier(table)))
+    spec = _spec(glob, table, dsn, commit=CommitMode.PER_FILE, mode=LoadMode.APPEND)
+    job = make_job(spec)
+    assert isinstance(job, EachFileJob)
+    with pytest.raises(SluiceError):
+        job.run()
+    assert len(_rows(conn, table)) == 90  # files 1 and 2 committed; 3 rolled back alone
+    with pytest.raises(UnfinishedRun):
+        make_job(spec).run()  # neither --resume nor --restart: said, not guessed
+    bad.write_bytes(good)
+    logs: list[str] = []
+    result = make_job(spec, resume=True, on_log=logs.append).run()
+    assert sorted(r[0] for r in _rows(conn, table)) == sorted(int(i) for f in frames for i in f["id"])
+    assert [f.get("skipped", False) for f in result.files] == [True, True, False, False]
+    assert [f["rows_read"] for f in result.files] == [40, 50, 60, 70]
+    assert any("loaded by the earlier run" in m for m in logs)
+    # finished: a new run starts from the first file again (append mode, so the rows double)
+    again = make_job(spec).run()
+    assert again.rows_loaded == 220 and len(_rows(conn, table)) == 440
+
+
+def test_per_batch_over_many_files_resumes_without_a_row_twice(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from core import job as job_module
+    from core.cancel import CancelToken
+    from core.errors import Cancelled
+
+    monkeypatch.setattr(job_module, "PROGRESS_EVERY_S", 0.0)  # progress after every batch
+    _months(tmp_path / "r", ".csv", [300, 300, 300])
+    table = table_name("resume")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, day date, amount numeric, note text)").format(
+        sql.Identifier(table)))
+    spec = _spec(str(tmp_path / "r"), table, dsn, mode=LoadMode.APPEND, commit=CommitMode.PER_BATCH,
+                 strategy="copy-csv", batch_rows=100)
+    token = CancelToken()
+
+    def stop_midway(p: Any) -> None:
+        if p.rows_loaded >= 400:
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        LoadJob(spec, on_progress=stop_midway, cancel=token).run()
+    part = len(_rows(conn, table))
+    assert 400 <= part < 900  # stopped inside the second file
+    with pytest.raises(UnfinishedRun):
+        LoadJob(spec).run()
+    third = tmp_path / "r" / "export-3.csv"
+    kept, stat = third.read_bytes(), third.stat()
+    third.write_bytes(kept + b"999999,2024-03-01,1.00,late\n")
+    with pytest.raises(ConfigError, match="changed since the earlier run"):
+        LoadJob(spec, resume=True).run()  # one file of the set changed: its rows cannot be matched
+    third.write_bytes(kept)
+    os.utime(third, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the very file again
+    result = LoadJob(spec, resume=True).run()
+    assert len(_rows(conn, table)) == 900  # the primary key refuses any row twice
+    assert result.rows_loaded == 900
