@@ -74,9 +74,9 @@ class Foresight(QObject):
         w.run_panel.show_plan("working out what the run will do…")
 
         def foresee(*_a: Any) -> str:
-            from core.job import LoadJob
+            from core.many_files import make_job
 
-            return LoadJob(spec).foresee().describe()
+            return make_job(spec).foresee().describe()
 
         w.background(foresee, lambda text: self._answer(gen, text), lambda msg: self._answer(gen, f"cannot run: {msg}"))
 

@@ -20,7 +20,8 @@ from core.db import TableRef
 from core.embedded import data_dir
 from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
-from core.job import LoadJob, LoadResult
+from core.job import LoadResult
+from core.many_files import make_job
 from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.target_facts import TargetFacts, read_target_facts
@@ -50,6 +51,8 @@ def _load_summary(result: LoadResult, rate: str) -> str:
     """The summary of a load that finished; a resumed one says what this run added and what the table holds."""
     n = result.rows_rejected
     rejected = f" {_rows(n)} {'was' if n == 1 else 'were'} rejected: see {result.reject_file}." if n else ""
+    if result.files:  # many files: how many, and where each is counted
+        rejected += f" From {len(result.files)} files: each one's rows are counted in the log."
     if not result.resumed_from:
         return (f"Loaded {_rows(result.rows_loaded)} in {result.seconds:.2f} s ({rate}) with {result.strategy}."
                 + rejected)
@@ -229,7 +232,7 @@ class RunController(QObject):
         verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
         self.p.log_line(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
-        job = Job(lambda on_progress, on_log, cancel: LoadJob(
+        job = Job(lambda on_progress, on_log, cancel: make_job(  # many files per-file: one job per file
             spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart,
             dry_run=dry_run).run())
         self.job, self.spec = job, spec
@@ -248,6 +251,9 @@ class RunController(QObject):
         if resume and key in self._reject_files:
             return self._reject_files[key]
         src = Path(spec.source.path)
+        info = self.w.source_info
+        if info is not None and info.files and info.options.path == spec.source.path:
+            src = Path(info.files[0])  # many files: beside the first, never a name with the pattern's * in it
         stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}"
         path = src.with_name(f"{src.name}.rejects-{stamp}.csv")
         n = 2

@@ -106,6 +106,16 @@ def join_paths(paths: list[str]) -> str:
     return LIST_SEP.join(str(Path(p).expanduser().absolute()) for p in paths)
 
 
+def common_name(files: list[str]) -> str:
+    """What a set of files is called: their names' common start (sales-01.csv ... sales-12.csv: sales),
+    else their folder's name."""
+    stems = [Path(f).stem for f in files]
+    if not stems:
+        return ""
+    head = os.path.commonprefix(stems).rstrip("0123456789-_. ")
+    return head or Path(files[0]).parent.name
+
+
 def differences(first: list[str], other: list[str]) -> str:
     """How `other`'s columns differ from `first`'s, in words ('' when they are the same set)."""
     missing = [c for c in first if c not in other]
