@@ -174,10 +174,7 @@ class EachFileJob:
                 try:
                     result = job.run()
                 except SluiceError as exc:
-                    kept = sum(1 for c in counts if c["rows_loaded"] or c.get("skipped"))
-                    self.on_log(f"{part.path}: not loaded ({exc}); the {kept} file{'s' if kept != 1 else ''} before "
-                                "it stay loaded: fix it and run again with --resume to go on from this file")
-                    raise
+                    raise self._stopped(exc, part.path, counts) from None
                 loaded_any = True
                 strategy = result.strategy
                 with ctl.transaction():
@@ -198,6 +195,18 @@ class EachFileJob:
         before = sum(c["rows_loaded"] for c in counts if c.get("skipped"))
         return LoadResult(strategy, read, loaded, rejected, seconds, size, first_reject, files=tuple(counts),
                           loaded_before=before, resumed_from=sum(c["rows_read"] for c in counts if c.get("skipped")))
+
+    def _stopped(self, exc: SluiceError, path: Path, counts: list[dict[str, Any]]) -> SluiceError:
+        """A file that failed (or was stopped): it rolled back alone; the files before it stay, which
+        the error says (and carries as `files_kept`: files, rows) so that the CLI and the window say so."""
+        kept, rows = len(counts), sum(c["rows_loaded"] for c in counts)
+        s = "" if kept == 1 else "s"
+        self.on_log(f"{path}: not loaded ({exc}); the {kept} file{s} before it stay loaded")
+        if kept and not isinstance(exc, UnfinishedRun):
+            exc.args = (f"{exc.args[0] if exc.args else exc}; {path.name} was rolled back, the {kept} file{s} "
+                        f"before it stay loaded ({rows:,} rows): --resume goes on from {path.name}", *exc.args[1:])
+        exc.files_kept = (kept, rows)  # type: ignore[attr-defined]
+        return exc
 
     def _add(self, read: int, loaded: int, rejected: int, size: int) -> None:
         r, lo, re, b = self._base

@@ -105,7 +105,7 @@ class RunController(QObject):
         if w.after_mapping(lambda: self.start_run(resume=resume, restart=restart)):
             return
         spec = w.current_spec()
-        if resume and spec.commit is not CommitMode.PER_BATCH:
+        if resume and spec.commit not in (CommitMode.PER_BATCH, CommitMode.PER_FILE):
             spec.commit = CommitMode.PER_BATCH  # only per-batch runs leave something to resume
             w.commit_combo.setCurrentText(CommitMode.PER_BATCH.value)
         if not self._runnable(spec):
@@ -353,6 +353,10 @@ class RunController(QObject):
         w.last_error = message
         p.show_failed("check failed" if self.kind == "check" else "failed")
         p.log_line("error: " + message)
+        if self._files_kept(error, f"Failed: {message}", "failed", message):
+            w.run_failed.emit(message)
+            QMessageBox.warning(w, "Load failed", message)
+            return
         if spec.commit is CommitMode.PER_BATCH and not isinstance(error, ConfigError):
             p.set_resumable(True, restart=True)
 
@@ -374,6 +378,10 @@ class RunController(QObject):
         assert spec is not None
         p.progress.setFormat("cancelled")
         p.log_line("cancelled by the user")
+        error = self.job.signals.error if self.job is not None else None
+        if self._files_kept(error, "Stopped.", "cancelled", "stopped by the user"):
+            self.w.run_cancelled.emit()
+            return
         if spec.commit is CommitMode.PER_BATCH:
             p.set_resumable(True, restart=True)
             self._end_after_commits("cancelled", "stopped by the user", self.w.run_cancelled.emit)
@@ -381,6 +389,19 @@ class RunController(QObject):
         p.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
         self._end_run("cancelled", self._stopped_read(), 0, 0, note="stopped by the user; rolled back")
         self.w.run_cancelled.emit()
+
+    def _files_kept(self, error: object, head: str, outcome: str, note: str) -> bool:
+        """Per-file commits over many files (core.many_files): the files committed before the one that
+        failed or was stopped stay in the table; Resume goes on from that file. False: not such a run."""
+        kept = getattr(error, "files_kept", None)
+        if kept is None:
+            return False
+        files, rows = kept
+        self.p.summary.setText(f"{head} The {files:,} file{'' if files == 1 else 's'} committed before it stay "
+                               f"in the table ({rows:,} rows); Resume goes on from the file that did not load.")
+        self._end_run(outcome, self._stopped_read(), rows, 0, note=note)
+        self.p.set_resumable(files > 0, restart=True)
+        return True
 
     def _end_after_commits(self, outcome: str, note: str, then: Any) -> None:
         """Per-batch: what stays is what the checkpoint says was committed, read on a worker; then `then()`."""

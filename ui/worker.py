@@ -41,7 +41,8 @@ class _Runnable(QRunnable):
         s = self.signals
         try:
             result = self.fn(s.progress.emit, s.log.emit, self.cancel)
-        except Cancelled:
+        except Cancelled as exc:
+            s.error = exc  # a stop can say what stays (per-file commits: the files before it)
             s.cancelled.emit()
         except SluiceError as exc:
             s.error = exc

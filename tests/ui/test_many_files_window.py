@@ -78,3 +78,11 @@ def test_several_files_picked_in_open_and_committed_per_file(
     log = w.log.toPlainText()
     assert "orders-01.csv: 5 rows read, 5 loaded" in log
     assert "orders-02.csv: not loaded" in log and "the 1 file before it stay loaded" in log
+    assert "The 1 file committed before it stay in the table (5 rows); Resume goes on" in w.summary.text()
+    assert not w.run_panel.resume_btn.isHidden() and w.run_panel.resume_btn.isEnabled()
+    files[1].write_text("id,day,qty\n1,2024-02-01,1\n", encoding="utf-8")  # fixed
+    with qtbot.waitSignal(w.run_finished, timeout=60_000):
+        w.run_panel.resume_btn.click()
+    assert w.commit_combo.currentText() == "per-file"  # resuming kept per-file commits
+    assert _count(conn, table) == 6  # the first file once, the second now
+    assert "orders-01.csv: loaded by the earlier run (5 rows); skipped" in w.log.toPlainText()
