@@ -155,7 +155,7 @@ class EachFileJob:
             counts: list[dict[str, Any]] = []
             strategy = spec.strategy
             first_reject: str | None = None
-            loaded_any = bool(done) or plan.exists
+            loaded_any = bool(done)  # create or truncate: with the first file that loads (in this run or the last)
             for part in source.parts:
                 key = ck.load_key(part.path, ref)
                 if str(part.path) in done:

@@ -212,6 +212,9 @@ def test_per_file_commits_each_file_and_resume_goes_on_from_the_bad_one(
     # finished: a new run starts from the first file again (append mode, so the rows double)
     again = make_job(spec).run()
     assert again.rows_loaded == 220 and len(_rows(conn, table)) == 440
+    # truncate: the table is emptied once, with the first file, not before each one
+    emptied = make_job(_spec(glob, table, dsn, commit=CommitMode.PER_FILE, mode=LoadMode.TRUNCATE)).run()
+    assert emptied.rows_loaded == 220 and len(_rows(conn, table)) == 220
 
 
 def test_per_batch_over_many_files_resumes_without_a_row_twice(
