@@ -46,6 +46,8 @@ def settled(job: LoadJob, plan: Plan) -> None:
         job.spec = replace(job.spec, reject_file=source.reject_default())
     how = {CommitMode.SINGLE: "in one transaction", CommitMode.PER_BATCH: "committed batch by batch"}
     job.on_log(f"{source.describe_files()} read as one source, {how.get(job.spec.commit, '')}")
+    for f in source.empty:
+        job.on_log(f"{f}: empty (0 bytes), passed over")
     if source.reordered:
         job.on_log(f"columns in another order in {', '.join(source.reordered)}: taken by name")
 
@@ -73,6 +75,8 @@ def _rejected_rows(reject_file: str | None) -> list[int]:
 def _json(c: FileCount, reject_file: str | None = None) -> dict[str, Any]:
     d: dict[str, Any] = {"file": c.file, "rows_read": c.rows_read, "rows_loaded": c.rows_loaded,
                          "rows_rejected": c.rows_rejected}
+    if c.empty:
+        d["empty"] = True
     if reject_file:
         d["reject_file"] = reject_file
     return d
@@ -152,6 +156,8 @@ class EachFileJob:
             run_key = ck.load_key(spec.source.path, ref)
             done = self._earlier(ctl, ref, run_key, source)
             self.on_log(f"{source.describe_files()}, each committed on its own")
+            for f in source.empty:
+                self.on_log(f"{f}: empty (0 bytes), passed over")
             counts: list[dict[str, Any]] = []
             strategy = spec.strategy
             first_reject: str | None = None
@@ -192,6 +198,9 @@ class EachFileJob:
         read, loaded, rejected, size = self._base
         seconds = time.monotonic() - self._t0
         self.on_progress(Progress(Phase.DONE, read, loaded, rejected, size, self._total_bytes, seconds))
+        by_file = {c["file"]: c for c in counts}
+        counts = [by_file.get(str(f)) or _json(FileCount(str(f), 0, 0, 0, empty=True)) for f in source.files
+                  if str(f) in by_file or f in source.empty]  # in file order, the empty ones said
         before = sum(c["rows_loaded"] for c in counts if c.get("skipped"))
         return LoadResult(strategy, read, loaded, rejected, seconds, size, first_reject, files=tuple(counts),
                           loaded_before=before, resumed_from=sum(c["rows_read"] for c in counts if c.get("skipped")))

@@ -138,8 +138,11 @@ class FileCount:
     rows_read: int
     rows_loaded: int
     rows_rejected: int
+    empty: bool = False  # a file of 0 bytes, passed over
 
     def describe(self) -> str:
+        if self.empty:
+            return f"{self.file}: empty (0 bytes), nothing to load"
         rejected = f", {self.rows_rejected:,} rejected" if self.rows_rejected else ""
         return f"{self.file}: {self.rows_read:,} rows read, {self.rows_loaded:,} loaded{rejected}"
 
@@ -151,7 +154,12 @@ class ManySource(Source):
         self.options = options
         self.path = Path(options.path)
         self.files = expand(options.path)
-        self.parts = self._open_parts(options)
+        # A file of 0 bytes (an empty month, written by a tool that writes no header then) has no
+        # columns to compare and no rows: passed over, and said (psql loads it as 0 rows too).
+        self.empty = [f for f in self.files if f.is_file() and f.stat().st_size == 0]
+        if len(self.empty) == len(self.files):
+            raise SourceError("every file is empty (0 bytes)", path=options.path)
+        self.parts = self._open_parts(options, [f for f in self.files if f not in self.empty])
         first = self.parts[0]
         self.format = first.format
         options.format = first.format
@@ -173,17 +181,17 @@ class ManySource(Source):
         self._starts: dict[int, int] = {0: 0}  # part index -> its first row in the whole
         self._rows: dict[int, int] = {}  # part index -> its rows (bad records included), once known
 
-    def _open_parts(self, options: SourceOptions) -> list[Source]:
+    def _open_parts(self, options: SourceOptions, files: list[Path]) -> list[Source]:
         from core.sources.factory import open_source
 
-        first = open_source(replace(options, path=str(self.files[0])))
+        first = open_source(replace(options, path=str(files[0])))
         if first.format == "sql":
             raise ConfigError("SQL scripts name their own tables: load them one at a time")
         same = replace(options, format=first.format)
         d = getattr(first, "dialect", None)
         if d is not None:  # the first file's shape for all, so a file sniffed otherwise is refused by its columns
             same = replace(same, delimiter=d.delimiter, quote=d.quote, header=d.header)
-        parts = [first, *(open_source(replace(same, path=str(f))) for f in self.files[1:])]
+        parts = [first, *(open_source(replace(same, path=str(f))) for f in files[1:])]
         if d is None or options.null is not None:
             return parts
         return self._one_marker(parts, same)
@@ -333,7 +341,13 @@ class ManySource(Source):
             loaded = max(0, min(left, read - rejected[i]))
             left -= loaded
             out.append(FileCount(str(p.path), read, loaded, rejected[i]))
-        return out
+        return self.with_empty(out)
+
+    def with_empty(self, counts: list[FileCount]) -> list[FileCount]:
+        """`counts` (one per part) with the empty files put back in their places, each said empty."""
+        by_file = {c.file: c for c in counts}
+        return [by_file.get(str(f)) or FileCount(str(f), 0, 0, 0, empty=True) for f in self.files
+                if str(f) in by_file or f in self.empty]
 
 
 def fingerprint(path: str) -> str:

@@ -254,3 +254,44 @@ def test_per_batch_over_many_files_resumes_without_a_row_twice(
     result = LoadJob(spec, resume=True).run()
     assert len(_rows(conn, table)) == 900  # the primary key refuses any row twice
     assert result.rows_loaded == 900
+
+
+def test_empty_files_are_passed_over_and_said_and_a_ragged_row_is_named_by_its_file(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    from core.errors import SourceError
+
+    folder = tmp_path / "e"
+    _months(folder, ".csv", [10, 12, 14])
+    (folder / "export-0.csv").write_bytes(b"")  # an empty month, written without a header
+    (folder / "export-4.csv").write_text("id,day,amount,note\n")  # one written with its header only
+    table = table_name("empties")
+    logs: list[str] = []
+    result = LoadJob(_spec(str(folder), table, dsn), on_log=logs.append).run()
+    assert [(Path(f["file"]).name, f["rows_read"], f.get("empty", False)) for f in result.files] == [
+        ("export-0.csv", 0, True), ("export-1.csv", 10, False), ("export-2.csv", 12, False),
+        ("export-3.csv", 14, False), ("export-4.csv", 0, False)]
+    assert any(m.endswith("export-0.csv: empty (0 bytes), passed over") for m in logs)
+    assert len(_rows(conn, table)) == 36
+    # a ragged record in the second file: abort names that file and its line; skip sets it aside, named
+    second = folder / "export-2.csv"
+    text = second.read_text()
+    second.write_text(text + "1,2024-01-01\n")
+    lines = text.count("\n") + 1
+    with pytest.raises(SourceError) as err:
+        LoadJob(_spec(str(folder), table, dsn, mode=LoadMode.APPEND)).run()
+    assert err.value.path == str(second) and err.value.line == lines
+    assert len(_rows(conn, table)) == 36
+    skipped = LoadJob(_spec(str(folder), table, dsn, mode=LoadMode.APPEND, on_error=ErrorPolicy.SKIP)).run()
+    assert [f["rows_rejected"] for f in skipped.files] == [0, 0, 1, 0, 0]
+    assert skipped.reject_file is not None
+    with open(skipped.reject_file, newline="", encoding="utf-8") as fh:
+        (rec,) = list(csv.DictReader(fh))
+    assert (rec["file"], rec["line"]) == (str(second), str(lines))
+
+
+def test_the_compare_lab_counts_many_files(dsn: str, tmp_path: Path) -> None:
+    from core.compare import _row_count
+
+    _months(tmp_path / "c", ".csv", [7, 8])
+    assert _row_count(_spec(str(tmp_path / "c" / "*.csv"), "t", dsn)) == 15
