@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -57,19 +58,18 @@ def report(job: LoadJob, result: LoadResult) -> LoadResult:
     source = getattr(job, "many", None)
     if not isinstance(source, ManySource):
         return result
-    counts = source.counts(_rejected_rows(result.reject_file), result.rows_loaded)
+    counts = source.counts(_rejected_by_file(result.reject_file), result.rows_loaded)
     for c in counts:
         job.on_log(c.describe())
     return replace(result, files=tuple(_json(c) for c in counts))
 
 
-def _rejected_rows(reject_file: str | None) -> list[int]:
-    """The 0-based rows of a reject file's records (its `row` column counts from 1)."""
+def _rejected_by_file(reject_file: str | None) -> dict[str, int]:
+    """How many of a reject file's records each file has (its `file` column)."""
     if not reject_file or not Path(reject_file).is_file():
-        return []
+        return {}
     with open(reject_file, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        return [int(r["row"]) - 1 for r in reader if (r.get("row") or "").isdigit()]
+        return dict(Counter(r.get("file") or "" for r in csv.DictReader(f)))
 
 
 def _json(c: FileCount, reject_file: str | None = None) -> dict[str, Any]:

@@ -61,11 +61,22 @@ def reject_fields(
     """One reject-file record: line, row, column, value, reason and the original record."""
     line, record = source.locate(reject.row)
     column, value = bad_column(dsn, columns, types, values, None) if values is not None else (None, None)
-    return (line or "", reject.row + 1, column or "", "" if value is None else value, reject.reason, record or "")
+    return _named(source, (line or "", reject.row + 1, column or "", "" if value is None else value, reject.reason,
+                           record or ""), reject.row)
 
 
-def bad_record_fields(bad: BadRecord) -> tuple[Any, ...]:
-    return (bad.line or "", bad.row + 1, "", "", bad.reason, bad.record)
+def bad_record_fields(bad: BadRecord, source: Source | None = None) -> tuple[Any, ...]:
+    return _named(source, (bad.line or "", bad.row + 1, "", "", bad.reason, bad.record), bad.row)
+
+
+def _named(source: Source | None, fields: tuple[Any, ...], row: int) -> tuple[Any, ...]:
+    """Many files read as one source (core.sources.many): the row counted in its own file (as its
+    line is), and the file named in a last column."""
+    file_of = getattr(source, "file_of", None)
+    if file_of is None:
+        return fields
+    path, own = file_of(row)
+    return (fields[0], own + 1, *fields[2:], path)
 
 
 class RejectWriter:
@@ -95,12 +106,10 @@ class RejectWriter:
         except OSError as exc:
             raise ConfigError(f"cannot write the reject file {self.path}: {exc.strerror}") from None
         self._csv = csv.writer(self._file)
-        # Many files read as one source (core.sources.many): each record also names its file.
-        self._file_of = getattr(source, "file_of", None)
         if keep and resume_at is not None:
             self.rewind(*resume_at)
-        else:
-            self._csv.writerow(self.HEADER + (("file",) if self._file_of else ()))
+        else:  # many files read as one source (core.sources.many): each record also names its file
+            self._csv.writerow(self.HEADER + (("file",) if hasattr(source, "file_of") else ()))
         self._start = self.position()
 
     def position(self) -> int:
@@ -120,16 +129,13 @@ class RejectWriter:
     def add(
         self, reject: Reject, dsn: str, columns: Sequence[str], types: Sequence[str], values: Sequence[Any] | None
     ) -> None:
-        self._csv.writerow(reject_fields(self.source, reject, dsn, columns, types, values) + self._named(reject.row))
+        self._csv.writerow(reject_fields(self.source, reject, dsn, columns, types, values))
         self.count += 1
 
     def add_bad(self, bad: BadRecord) -> None:
         """A record the source could not turn into a row: no column or value, its own text."""
-        self._csv.writerow(bad_record_fields(bad) + self._named(bad.row))
+        self._csv.writerow(bad_record_fields(bad, self.source))
         self.count += 1
-
-    def _named(self, row: int) -> tuple[str, ...]:
-        return (self._file_of(row)[0],) if self._file_of else ()
 
     def add_lines(self, text: str, count: int) -> None:
         """Reject lines already formatted (CSV), e.g. kept by a chunk's checkpoint row."""

@@ -327,13 +327,11 @@ class ManySource(Source):
         for p in self.parts:
             p.check_unchanged()
 
-    def counts(self, rejected_rows: list[int], loaded_total: int) -> list[FileCount]:
-        """What each file gave: its rows read (those known), loaded and rejected. `rejected_rows`
-        are the whole's 0-based rows that were rejected; `loaded_total` caps what is said
-        loaded (a load that stopped loaded no more than it says)."""
-        rejected = [0] * len(self.parts)
-        for r in rejected_rows:
-            rejected[self.part_of(r)[0]] += 1
+    def counts(self, rejected_in: dict[str, int], loaded_total: int) -> list[FileCount]:
+        """What each file gave: its rows read (those known), loaded and rejected. `rejected_in`:
+        rejects by file; `loaded_total` caps what is said loaded (a load that stopped loaded no
+        more than it says)."""
+        rejected = [rejected_in.get(str(p.path), 0) for p in self.parts]
         out = []
         left = loaded_total
         for i, p in enumerate(self.parts):

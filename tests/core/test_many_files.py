@@ -156,8 +156,11 @@ def test_one_transaction_a_bad_row_in_the_third_file_loads_nothing_and_names_tha
         assert _rows(conn, table) == []
 
 
+@pytest.mark.parametrize(("strategy", "commit"), [
+    ("copy-csv", CommitMode.SINGLE), ("executemany", CommitMode.PER_BATCH), ("parallel-copy", CommitMode.PER_BATCH)])
 def test_skip_counts_each_files_rejects_and_names_the_file_in_the_reject_file(
-    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+    strategy: str, commit: CommitMode, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path,
 ) -> None:
     _months(tmp_path / "s", ".csv", [30, 30, 30])
     for name, ids in (("export-1.csv", [3]), ("export-3.csv", [0, 29])):
@@ -168,15 +171,15 @@ def test_skip_counts_each_files_rejects_and_names_the_file_in_the_reject_file(
         f.write_csv(p)
     table = table_name("skipmany")
     conn.execute(sql.SQL("CREATE TABLE {} (id int, day date, amount numeric, note text)").format(sql.Identifier(table)))
-    result = LoadJob(_spec(str(tmp_path / "s" / "*.csv"), table, dsn, mode=LoadMode.APPEND,
-                           on_error=ErrorPolicy.SKIP)).run()
+    result = LoadJob(_spec(str(tmp_path / "s" / "*.csv"), table, dsn, mode=LoadMode.APPEND, strategy=strategy,
+                           commit=commit, batch_rows=7, on_error=ErrorPolicy.SKIP)).run()
     assert [(f["rows_read"], f["rows_loaded"], f["rows_rejected"]) for f in result.files] == [
         (30, 29, 1), (30, 30, 0), (30, 28, 2)]
     assert result.reject_file is not None and "*" not in result.reject_file
     with open(result.reject_file, newline="", encoding="utf-8") as fh:
         recs = list(csv.DictReader(fh))
-    assert sorted((Path(r["file"]).name, r["column"]) for r in recs) == [
-        ("export-1.csv", "amount"), ("export-3.csv", "amount"), ("export-3.csv", "amount")]
+    assert sorted((Path(r["file"]).name, r["row"], r["column"]) for r in recs) == [
+        ("export-1.csv", "4", "amount"), ("export-3.csv", "1", "amount"), ("export-3.csv", "30", "amount")]
     assert len(_rows(conn, table)) == 87
 
 

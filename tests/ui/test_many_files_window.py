@@ -86,3 +86,28 @@ def test_several_files_picked_in_open_and_committed_per_file(
     assert w.commit_combo.currentText() == "per-file"  # resuming kept per-file commits
     assert _count(conn, table) == 6  # the first file once, the second now
     assert "orders-01.csv: loaded by the earlier run (5 rows); skipped" in w.log.toPlainText()
+
+
+def test_rejected_rows_of_many_files_name_their_file(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    w = window
+    files = _exports(tmp_path / "skip", [4, 4])
+    files[1].write_text("id,day,qty\n1,2024-02-01,1\n2,2024-02-31,2\n", encoding="utf-8")  # no 31 February
+    table = table_name("skipped")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, day date, qty int)").format(sql.Identifier(table)))
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        w.path_edit.setText(str(tmp_path / "skip"))  # a folder
+        w.path_edit.returnPressed.emit()
+    w.refresh_table_list_quietly()
+    qtbot.waitUntil(lambda: table in w.targets.db.tables.get("public", []), timeout=30_000)
+    with qtbot.waitSignal(w.mapping_ready, timeout=30_000):
+        w.table_combo.setEditText(table)
+    w.strategy_panel.policy_combo.setCurrentText("skip")
+    with qtbot.waitSignal(w.run_finished, timeout=60_000):
+        w.start_run()
+    assert _count(conn, table) == 5
+    model = w.rejects
+    assert model.headers[:2] == ("File", "Line")
+    assert [model.data(model.index(0, c)) for c in range(3)] == ["orders-02.csv", "3", "2"]
+    assert "orders-02.csv: 2 rows read, 1 loaded, 1 rejected" in w.log.toPlainText()
