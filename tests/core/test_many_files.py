@@ -298,3 +298,51 @@ def test_the_compare_lab_counts_many_files(dsn: str, tmp_path: Path) -> None:
 
     _months(tmp_path / "c", ".csv", [7, 8])
     assert _row_count(_spec(str(tmp_path / "c" / "*.csv"), "t", dsn)) == 15
+
+
+PG_TYPES = """CREATE TABLE {} (id int PRIMARY KEY, t text, n numeric(20,6), ts timestamptz, d date, iv interval,
+    arr text[], js jsonb, b bytea, ok boolean)"""
+PG_ROWS = """INSERT INTO {} SELECT i,
+    CASE i % 7 WHEN 0 THEN NULL WHEN 1 THEN '' WHEN 2 THEN E'two\\nlines, "quoted"' WHEN 3 THEN E'tab\\there \\\\ back'
+                WHEN 4 THEN 'NA' WHEN 5 THEN 'ünï' ELSE 'plain ' || i END,
+    CASE WHEN i % 5 = 0 THEN NULL ELSE (i * 1234.567891 - 50000)::numeric(20,6) END,
+    timestamptz '2024-03-31 01:30:00+00' + i * interval '7 hours 3 minutes',
+    date '1999-12-31' + i, make_interval(days => i % 40, secs => i * 1.5),
+    CASE WHEN i % 4 = 0 THEN NULL ELSE ARRAY['a,b', 'c"d', NULL, E'e\\\\f', ''] END,
+    CASE WHEN i % 6 = 0 THEN NULL ELSE jsonb_build_object('k', i, 's', 'x"y', 'a', jsonb_build_array(1, 'two')) END,
+    CASE WHEN i % 3 = 0 THEN NULL ELSE decode(md5(i::text), 'hex') END,
+    CASE WHEN i % 9 = 0 THEN NULL ELSE i % 2 = 0 END
+    FROM generate_series(1, 900) i"""
+
+
+@pytest.mark.parametrize("strategy", ["copy-csv", "copy-binary", "unnest", "executemany"])
+def test_postgresqls_own_copy_to_csv_files_load_back_identically(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Three files written by the server's own COPY ... TO (FORMAT csv, HEADER), one per part of a
+    table, load back into a table like it: every value the same, NULL and empty text apart."""
+    src, dst = table_name("pgsrc"), table_name("pgdst")
+    conn.execute(sql.SQL(PG_TYPES).format(sql.Identifier(src)))
+    conn.execute(sql.SQL(PG_ROWS).format(sql.Identifier(src)))
+    conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(sql.Identifier(dst), sql.Identifier(src)))
+    folder = tmp_path / "dump"
+    folder.mkdir()
+    for k in range(3):
+        with open(folder / f"part-{k}.csv", "wb") as f, conn.cursor().copy(sql.SQL(
+                "COPY (SELECT * FROM {} WHERE id % 3 = {} ORDER BY id) TO STDOUT (FORMAT csv, HEADER)").format(
+                sql.Identifier(src), sql.Literal(k))) as copy:
+            for data in copy:
+                f.write(data)
+    result = LoadJob(_spec(str(folder / "*.csv"), dst, dsn, mode=LoadMode.APPEND, strategy=strategy)).run()
+    assert [f["rows_loaded"] for f in result.files] == [300, 300, 300]
+    for a, b in ((src, dst), (dst, src)):
+        left = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {}) x").format(
+            sql.Identifier(a), sql.Identifier(b))).fetchone()
+        assert left == (0,), (a, b)
+    made = table_name("pgnew")  # create mode: a new table with the same text of every value
+    LoadJob(_spec(str(folder), made, dsn, strategy=strategy)).run()
+    diff = conn.execute(sql.SQL(
+        "SELECT count(*) FROM (SELECT id, t, n::text, ts::text, d::text, iv::text, arr::text, js::text, b::text, "
+        "ok::text FROM {} EXCEPT ALL SELECT id::int, t, n::text, ts::text, d::text, iv::text, arr::text, js::text, "
+        "b::text, ok::text FROM {}) x").format(sql.Identifier(src), sql.Identifier(made))).fetchone()
+    assert diff == (0,)
