@@ -23,7 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from core.errors import ConfigError, SourceError
-from core.sources.base import Batch, Fingerprint, Source
+from core.protocols.common import count_records
+from core.sources.base import Batch, Fingerprint, RawChunk, Source
 from core.spec import SourceOptions
 
 GLOB_CHARS = frozenset("*?[")
@@ -174,9 +175,13 @@ class ManySource(Source):
                                   "was sent")
             if cols != self._columns:
                 self.reordered.append(part.path.name)
-        for name in ("dialect", "null_columns", "empty_null_columns"):
+        for name in ("dialect", "null_columns"):
             if hasattr(first, name):
                 setattr(self, name, getattr(first, name))
+        if hasattr(first, "empty_null_columns"):  # a file that writes NULL two ways keeps the set off COPY's bytes
+            self.empty_null_columns = sorted({c for p in self.parts for c in getattr(p, "empty_null_columns", [])})
+        if all(hasattr(p, "raw_chunks") and not self.reordered for p in self.parts):
+            self.raw_chunks = self._raw_chunks  # CSV files: their own bytes can go to COPY, one after the other
         self.fingerprint = Fingerprint(sum(p.size for p in self.parts), max(p.fingerprint.mtime_ns for p in self.parts))
         self._starts: dict[int, int] = {0: 0}  # part index -> its first row in the whole
         self._rows: dict[int, int] = {}  # part index -> its rows (bad records included), once known
@@ -272,6 +277,21 @@ class ManySource(Source):
                 self._rows[i] = end if local_skip == 0 or end > local_skip else self._count(i)
             base_bytes += part.size
             self._starts[i + 1] = start + self._rows[i]
+
+    def _raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
+        """Every file's whole records as UTF-8 bytes, header removed, one file after the other (as
+        CsvSource.raw_chunks: the same delimiter, quote and NULL marker), each file's records counted."""
+        base = 0
+        for i, part in enumerate(self.parts):
+            quote = part.dialect.quote.encode()  # type: ignore[attr-defined]
+            records = 0
+            for chunk in part.raw_chunks(chunk_bytes, tolerant=tolerant):  # type: ignore[attr-defined]
+                n = chunk.records if chunk.records >= 0 else count_records(chunk.data, quote)
+                records += n
+                yield replace(chunk, bytes_read=base + chunk.bytes_read, records=n)
+            self._rows.setdefault(i, records)
+            self._starts.setdefault(i + 1, self._start(i) + self._rows[i])
+            base += part.size
 
     def batches(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
         return self._read(batch_rows, skip_rows, bad=False)

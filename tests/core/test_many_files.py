@@ -346,3 +346,45 @@ def test_postgresqls_own_copy_to_csv_files_load_back_identically(
         "ok::text FROM {} EXCEPT ALL SELECT id::int, t, n::text, ts::text, d::text, iv::text, arr::text, js::text, "
         "b::text, ok::text FROM {}) x").format(sql.Identifier(src), sql.Identifier(made))).fetchone()
     assert diff == (0,)
+
+
+@pytest.mark.parametrize("strategy", ["auto", "copy-csv", "parallel-copy", "copy-binary"])
+def test_files_written_differently_load_as_one(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """LF, CRLF, a BOM and Latin-1 in one set: COPY takes one line-ending style per statement, so the
+    files' own bytes give way to the parser where they must; every value arrives, each file counted."""
+    frames = _months(tmp_path / "w", ".csv", [60, 70, 80, 90])
+    folder = tmp_path / "w"
+    crlf = folder / "export-2.csv"
+    crlf.write_bytes(crlf.read_bytes().replace(b'"\n', b'"\r\n').replace(b"\n", b"\r\n").replace(b"\r\r\n", b"\r\n"))
+    bom = folder / "export-3.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + bom.read_bytes())
+    latin = folder / "export-4.csv"
+    latin.write_bytes(latin.read_text(encoding="utf-8").encode("latin-1"))
+    table = table_name("written")
+    result = LoadJob(_spec(str(folder / "export-*.csv"), table, dsn, strategy=strategy, workers=2)).run()
+    assert [f["rows_read"] for f in result.files] == [60, 70, 80, 90]
+    got = _rows(conn, table)
+    want = _expected(frames)
+    # a CRLF file's quoted line breaks are CRLF too: that is its text
+    crlf_ids = set(frames[1]["id"].to_list())
+    assert [(r[0], r[1], f"{float(r[2]):.2f}", r[3].replace("\r\n", "\n") if r[0] in crlf_ids else r[3])
+            for r in got] == want
+
+
+@pytest.mark.parametrize("commit", [CommitMode.SINGLE, CommitMode.PER_BATCH])
+@pytest.mark.parametrize("strategy", ["copy-csv", "parallel-copy", "copy-binary", "pipeline", "multirow-values"])
+def test_every_strategy_and_commit_loads_a_set_each_file_counted(
+    strategy: str, commit: CommitMode, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    sizes = [333, 1, 250, 417]
+    frames = _months(tmp_path / "all", ".csv", sizes, seed=7)
+    table = table_name("every")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, day date, amount numeric, note text)").format(
+        sql.Identifier(table)))
+    result = LoadJob(_spec(str(tmp_path / "all"), table, dsn, mode=LoadMode.APPEND, strategy=strategy, commit=commit,
+                           batch_rows=100, workers=3)).run()
+    assert [f["rows_read"] for f in result.files] == sizes and result.rows_loaded == sum(sizes)
+    assert [(r[0], r[1], f"{float(r[2]):.2f}", r[3]) for r in _rows(conn, table)] == _expected(frames)
