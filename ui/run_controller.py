@@ -280,7 +280,7 @@ class RunController(QObject):
         self.p.set_running(False)
         self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
         self.history.add((
-            f"{dt.datetime.now():%H:%M:%S}", self.kind, Path(spec.source.path).name, spec.target.table,
+            f"{dt.datetime.now():%H:%M:%S}", self.kind, self._file_label(spec), spec.target.table,
             strategy or spec.strategy, f"{read:,}", f"{loaded:,}", f"{rejected:,}",
             f"{seconds:.2f}" if seconds else "", rate, outcome, note,
         ))
@@ -288,6 +288,14 @@ class RunController(QObject):
                         f"{self.p.summary.text()}")
         self.job = None
         self.w.run_ended.emit()
+
+    def _file_label(self, spec: LoadSpec) -> str:
+        """The History's File: the file's name, or for many files how many and the first and last."""
+        info = self.w.source_info
+        if info is not None and info.files and info.options.path == spec.source.path:
+            first, last = Path(info.files[0]).name, Path(info.files[-1]).name
+            return f"{len(info.files)} files ({first} … {last})"
+        return Path(spec.source.path).name
 
     def _on_finished(self, result: LoadResult) -> None:
         p = self.p
