@@ -210,11 +210,12 @@ class EachFileJob:
         the error says (and carries as `files_kept`: files, rows) so that the CLI and the window say so."""
         kept, rows = len(counts), sum(c["rows_loaded"] for c in counts)
         s = "" if kept == 1 else "s"
-        self.on_log(f"{path}: not loaded ({exc}); the {kept} file{s} before it stay loaded")
+        why = str(exc)
+        self.on_log(f"{path}: not loaded ({why}); the {kept} file{s} before it stay loaded")
         if kept and not isinstance(exc, UnfinishedRun):
-            exc.args = (f"{exc.args[0] if exc.args else exc}; {path.name} was rolled back, the {kept} file{s} "
-                        f"before it stay loaded ({rows:,} rows): --resume goes on from {path.name}", *exc.args[1:])
-        exc.files_kept = (kept, rows)  # type: ignore[attr-defined]
+            exc.args = (f"{why}; {path.name} was rolled back, the {kept} file{s} before it stay loaded "
+                        f"({rows:,} rows): --resume goes on from {path.name}", *exc.args[1:])
+        exc.files_kept = (kept, rows, path.name, why)  # type: ignore[attr-defined]
         return exc
 
     def _add(self, read: int, loaded: int, rejected: int, size: int) -> None:

@@ -361,7 +361,7 @@ class RunController(QObject):
         w.last_error = message
         p.show_failed("check failed" if self.kind == "check" else "failed")
         p.log_line("error: " + message)
-        if self._files_kept(error, f"Failed: {message}", "failed", message):
+        if self._files_kept(error, "Failed", "failed", message):
             w.run_failed.emit(message)
             QMessageBox.warning(w, "Load failed", message)
             return
@@ -387,7 +387,7 @@ class RunController(QObject):
         p.progress.setFormat("cancelled")
         p.log_line("cancelled by the user")
         error = self.job.signals.error if self.job is not None else None
-        if self._files_kept(error, "Stopped.", "cancelled", "stopped by the user"):
+        if self._files_kept(error, "Stopped", "cancelled", "stopped by the user"):
             self.w.run_cancelled.emit()
             return
         if spec.commit is CommitMode.PER_BATCH:
@@ -404,9 +404,10 @@ class RunController(QObject):
         kept = getattr(error, "files_kept", None)
         if kept is None:
             return False
-        files, rows = kept
-        self.p.summary.setText(f"{head} The {files:,} file{'' if files == 1 else 's'} committed before it stay "
-                               f"in the table ({rows:,} rows); Resume goes on from the file that did not load.")
+        files, rows, name, why = kept
+        self.p.summary.setText(f"{head} at {name} ({why}): {name} was rolled back; the {files:,} "
+                               f"file{'' if files == 1 else 's'} committed before it stay in the table ({rows:,} rows). "
+                               f"Resume goes on from {name}.")
         self._end_run(outcome, self._stopped_read(), rows, 0, note=note)
         self.p.set_resumable(files > 0, restart=True)
         return True
