@@ -405,9 +405,9 @@ class RunController(QObject):
         if kept is None:
             return False
         files, rows, name, why = kept
-        self.p.summary.setText(f"{head} at {name} ({why}): {name} was rolled back; the {files:,} "
-                               f"file{'' if files == 1 else 's'} committed before it stay in the table ({rows:,} rows). "
-                               f"Resume goes on from {name}.")
+        s = "" if files == 1 else "s"
+        self.p.summary.setText(f"{head} at {name} ({why}): {name} was rolled back; the {files:,} file{s} committed "
+                               f"before it stay in the table ({rows:,} rows). Resume goes on from {name}.")
         self._end_run(outcome, self._stopped_read(), rows, 0, note=note)
         self.p.set_resumable(files > 0, restart=True)
         return True
