@@ -175,7 +175,7 @@ class EachFileJob:
                 if loaded_any and mode in (LoadMode.CREATE, LoadMode.TRUNCATE):
                     mode = LoadMode.APPEND  # the table was made (or emptied) with the first file
                 reject = _reject_for(spec.reject_file, part.path, len(source.parts))
-                job = LoadJob(self._one(str(part.path), part.options, maps, mode, reject),
+                job = LoadJob(self._one(str(part.path), ManySource.settled(part), maps, mode, reject),
                               on_progress=self._progress, on_log=self.on_log, cancel=self.cancel)
                 try:
                     result = job.run()

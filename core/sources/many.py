@@ -236,6 +236,17 @@ class ManySource(Source):
     def size(self) -> int:
         return self.fingerprint.size
 
+    @staticmethod
+    def settled(part: Source) -> SourceOptions:
+        """A part's options with what was sniffed written in, so that opening it again (a load of
+        its own, under per-file commits) reads it the same way and sniffs nothing again."""
+        d = getattr(part, "dialect", None)
+        if d is None:
+            return part.options
+        return replace(part.options, delimiter=d.delimiter, quote=d.quote, header=d.header, encoding=d.encoding,
+                       null=d.null, null_columns=getattr(part, "null_columns", None),
+                       empty_null_columns=getattr(part, "empty_null_columns", None) or None)
+
     def columns(self) -> list[str]:
         return list(self._columns)
 
