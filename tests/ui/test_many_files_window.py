@@ -115,3 +115,19 @@ def test_rejected_rows_of_many_files_name_their_file(
     assert model.headers[:2] == ("File", "Line")
     assert [model.data(model.index(0, c)) for c in range(3)] == ["orders-02.csv", "3", "2"]
     assert "orders-02.csv: 2 rows read, 1 loaded, 1 rejected" in w.log.toPlainText()
+
+
+def test_file_open_folder_reads_the_folders_files_as_one_source(
+    qtbot: Any, window: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w = window
+    _exports(tmp_path / "month", [3, 4])
+    (tmp_path / "month" / "notes.md").write_text("not data")
+    monkeypatch.setattr(QFileDialog, "exec", lambda self: 1)
+    monkeypatch.setattr(QFileDialog, "selectedFiles", lambda self: [str(tmp_path / "month")])
+    action = next(a for a in w.menuBar().actions()[0].menu().actions() if a.text() == "Open &folder…")
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        action.trigger()
+    assert w.path_edit.text() == str(tmp_path / "month")
+    assert "2 files (orders-01.csv, orders-02.csv) into one table" in w.source_status.text()
+    assert w.table_combo.currentText() == "orders"
