@@ -205,6 +205,13 @@ def test_per_file_commits_each_file_and_resume_goes_on_from_the_bad_one(
     assert len(_rows(conn, table)) == 90  # files 1 and 2 committed; 3 rolled back alone
     with pytest.raises(UnfinishedRun):
         make_job(spec).run()  # neither --resume nor --restart: said, not guessed
+    with pytest.raises(SluiceError, match="the 2 files before it stay loaded"):
+        make_job(spec, restart=True).run()  # from the first file again: it and the second load twice
+    assert len(_rows(conn, table)) == 180
+    conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(table)))
+    with pytest.raises(SluiceError):
+        make_job(spec, restart=True).run()
+    assert len(_rows(conn, table)) == 90
     bad.write_bytes(good)
     logs: list[str] = []
     result = make_job(spec, resume=True, on_log=logs.append).run()
