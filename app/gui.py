@@ -89,15 +89,21 @@ def main(argv: list[str]) -> int:
             app.quit()
 
     def after_run(code: int) -> None:
+        if outcome.get("ran"):
+            return  # the --run load's outcome is the exit status, not a later one's
+        outcome["ran"] = 1
         outcome["code"] = code
         if args.screenshot:
             # Once the plan for the next run is said again (or after 5 s), so the shot shows it.
             window.foresight.updated.connect(lambda _t: QTimer.singleShot(100, shoot))
             QTimer.singleShot(5000, shoot)
 
-    window.run_finished.connect(lambda _r: after_run(0))
-    window.run_failed.connect(lambda _m: after_run(1))
-    window.run_cancelled.connect(lambda: after_run(1))
+    if args.run:
+        # The exit status tells a script how the --run load went; loads the user starts by hand
+        # are the user's to read in the window, and a normal Quit after them exits 0.
+        window.run_finished.connect(lambda _r: after_run(0))
+        window.run_failed.connect(lambda _m: after_run(1))
+        window.run_cancelled.connect(lambda: after_run(1))
 
     def on_ready() -> None:
         if args.table:

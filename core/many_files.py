@@ -97,6 +97,8 @@ def make_job(spec: LoadSpec, **kwargs: Any) -> LoadJob | EachFileJob:
 class EachFileJob:
     """`--commit per-file`: every file a LoadJob of its own, each committed on its own."""
 
+    chosen: Any = None  # auto's pick is each file's own (said in the log)
+
     def __init__(
         self,
         spec: LoadSpec,
@@ -117,6 +119,13 @@ class EachFileJob:
         self._base = (0, 0, 0, 0)  # rows read, loaded, rejected and bytes of the files done
         self._total_bytes = 0
 
+    @property
+    def rows_read(self) -> int:
+        """Source rows read so far: the files done, and the file being loaded (as last reported)."""
+        return self._base[0] + self._current_read
+
+    _current_read = 0
+
     def _one(self, path: str, options: Any, maps: Any, mode: LoadMode, reject: str | None) -> LoadSpec:
         spec = self.spec
         return replace(spec, source=replace(options, path=path), commit=CommitMode.SINGLE, columns=maps,
@@ -132,6 +141,7 @@ class EachFileJob:
 
     def _progress(self, p: Progress) -> None:
         read, loaded, rejected, done = self._base
+        self._current_read = p.rows_read
         phase = Phase.LOADING if p.phase in (Phase.DONE, Phase.CONNECTING, Phase.PREPARING, Phase.FINISHING) \
             else p.phase
         self.on_progress(Progress(phase, read + p.rows_read, loaded + p.rows_loaded, rejected + p.rows_rejected,
@@ -219,6 +229,7 @@ class EachFileJob:
         return exc
 
     def _add(self, read: int, loaded: int, rejected: int, size: int) -> None:
+        self._current_read = 0
         r, lo, re, b = self._base
         self._base = (r + read, lo + loaded, re + rejected, b + size)
 

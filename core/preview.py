@@ -147,6 +147,15 @@ def ddl_preview(ref: TableRef, maps: list[ColumnMap]) -> str:
     return mp.create_table_sql(ref, maps).as_string(None)
 
 
+def ddl_renamed(ddl: str, old: TableRef, new: TableRef) -> str | None:
+    """A CREATE TABLE text (the user's edit of ddl_preview's) naming `new` instead of `old`.
+
+    None when `old` does not stand in it exactly once as ddl_preview writes it: no safe rename.
+    """
+    old_text, new_text = (sql.SQL("CREATE TABLE {}").format(r.ident()).as_string(None) for r in (old, new))
+    return ddl.replace(old_text, new_text) if ddl.count(old_text) == 1 else None
+
+
 @dataclass(frozen=True)
 class DatabaseInfo:
     dsn: str

@@ -104,6 +104,7 @@ class _Table:
     columns: list[str]
     stage: TableRef | None = None  # ON CONFLICT DO NOTHING: rows wait here
     staged: int = 0
+    loaded: int = 0  # rows this load put into the table (the history lists each table's)
 
 
 @dataclass
@@ -184,6 +185,8 @@ class ScriptLoad:
             spec.strategy, job.rows_read, job.rows_loaded, 0, time.monotonic() - job._t0, job.bytes_read,
             load_seconds=job._load_seconds(), rows_dropped=self.dropped, reason=self.split.reason,
             tables=tuple(t.ref.display() for t in self.tables.values()) if len(self.tables) > 1 else (),
+            table_rows=tuple((t.ref.display(), t.loaded) for t in self.tables.values()) if len(self.tables) > 1
+            else (),
         )
 
     # -- set-up -------------------------------------------------------------------------
@@ -280,6 +283,7 @@ class ScriptLoad:
             s.table.staged += n
         else:
             self.job.rows_loaded += n
+            s.table.loaded += n
 
     def _triggers(self, conn: psycopg.Connection[Any], action: str) -> None:
         """pg_dump --disable-triggers: the script turns a table's triggers off while its rows load and
@@ -304,6 +308,7 @@ class ScriptLoad:
         )
         moved = max(cur.rowcount, 0)
         self.job.rows_loaded += moved
+        t.loaded += moved
         self.dropped += t.staged - moved
         conn.execute(sql.SQL("DROP TABLE {}").format(t.stage.ident()))
 

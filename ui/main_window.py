@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         hist.setWordWrap(False)
         header = hist.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setResizeContentsPrecision(0)  # sized to the rows in sight: a long kept history opens at once
         header.setStretchLastSection(True)  # the error text gets the rest; whole text in the tooltip
         self.history_view: QTableView = hist
         tabs.addTab(hist, "History")
@@ -167,6 +168,12 @@ class MainWindow(QMainWindow):
         t.mode_combo.activated.connect(self._on_mode_picked)
         self.run_panel.show_table_btn.clicked.connect(self.targets.show_table)
         self.compare_tab.finished.connect(self.runs.add_comparison)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+
+    def _on_tab_changed(self, index: int) -> None:
+        if self.tabs.widget(index) is self.history_view:
+            self.history.refresh()  # runs of the command line since the last look
+            self.history_view.scrollToBottom()  # the newest run
 
     def _build_menus(self) -> None:
         p = self.profiles
@@ -179,6 +186,7 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "&Save profile…", QKeySequence.StandardKey.Save, p.on_save_profile)
         self.recent_profiles_menu = file_menu.addMenu("Recent profiles")
         self._action(file_menu, "Export &history as CSV…", None, p.on_export_history)
+        self._action(file_menu, "C&lear history…", None, self.runs.clear_history)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         map_menu = self.menuBar().addMenu("&Mapping")
@@ -246,6 +254,10 @@ class MainWindow(QMainWindow):
             self.mapping.reset_edits()  # edits belong to the file they were made on
             if not keep_target:
                 self.maps.mode_pinned = False  # a new file's table gets the mode its table suggests
+            self.maps.ddl.forget_edit()
+            if self.runs.job is None and not self.runs.starting:
+                self.run_panel.clear_result()  # the last file's result is not this one's
+                self.strategy_panel.forget_choice()
         self._load_preview(options or SourceOptions(path=path))
 
     _propose_table = False  # the next preview names the target after its file
@@ -362,6 +374,8 @@ class MainWindow(QMainWindow):
             workers=self.workers_spin.value(),
             commit=CommitMode(self.commit_combo.currentText()),
             on_error=ErrorPolicy(self.policy_combo.currentText()),
+            reject_limit=self.strategy_panel.reject_limit(),
+            reject_limit_pct=self.strategy_panel.reject_limit_pct(),
             columns=[ColumnMap(**vars(m)) for m in self.mapping.maps] or None,
             dsn=self.targets.dsn(),
         )
@@ -379,6 +393,7 @@ class MainWindow(QMainWindow):
         self.strategy_panel.set_batch_rows(spec.batch_rows)  # none in the profile: back to "default"
         self.commit_combo.setCurrentText(spec.commit.value)
         self.policy_combo.setCurrentText(spec.on_error.value)
+        self.strategy_panel.set_reject_limit(spec.reject_limit, spec.reject_limit_pct)
         self._pending_columns = spec.columns
         self.source_ready.connect(self._on_profile_source_ready, Qt.ConnectionType.SingleShotConnection)
         self.open_file(spec.source.path, spec.source, keep_target=True)

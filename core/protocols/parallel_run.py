@@ -60,7 +60,8 @@ def run_per_batch(
     else:
         job.on_log(f"resuming: {earlier.rows_done:,} source rows are committed; loading the chunks that are missing")
     job.resumed_from = earlier.rows_done if earlier else 0
-    loaded_before = earlier.rows_loaded if earlier else 0
+    loaded_before = job.loaded_before = earlier.rows_loaded if earlier else 0
+    job.bytes_before = earlier.bytes_done if earlier else 0
     skip = spec.on_error is ErrorPolicy.SKIP
     ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
                        batch_rows=max(1, spec.rows_per_batch), workers=max(1, spec.workers), cancel=job.cancel,

@@ -67,7 +67,8 @@ def run_per_batch(
     state = earlier or ck.read(ctl, ref, key)
     assert state is not None
     job.resumed_from = earlier.rows_done if earlier else 0
-    loaded_before = earlier.rows_loaded if earlier else 0
+    loaded_before = job.loaded_before = earlier.rows_loaded if earlier else 0
+    job.bytes_before = earlier.bytes_done if earlier else 0
     # Upsert goes through a temporary table that each commit empties.
     stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}") if mode is LoadMode.UPSERT else None
     ctx = WriteContext(
