@@ -78,3 +78,31 @@ def test_the_help_says_how_per_file_commits_are_chosen(capsys: pytest.CaptureFix
         build_parser().parse_args(["load", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "a folder, a quoted glob" in text and "--commit per-file" in text and "per-file: with several files" in text
+
+
+def test_a_per_file_profile_that_stopped_at_a_bad_file_resumes_with_run(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _exports(tmp_path / "x", 3, 12)
+    bad = tmp_path / "x" / "sales-02.csv"
+    good = bad.read_text()
+    bad.write_text(good.replace("2005;2.05", "2005;two"))
+    table = table_name("cliresume")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, price numeric, note text)").format(sql.Identifier(table)))
+    prof = tmp_path / "monthly.toml"
+    code = main(["load", str(tmp_path / "x" / "*.csv"), "--table", table, "--dsn", dsn, "--commit", "per-file",
+                 "--save-profile", str(prof), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1  # the data, not the arguments
+    assert "sales-02.csv, line 7, column 'price'" in err and "the 1 file before it stay loaded (12 rows)" in err
+    assert json.loads(out.strip().splitlines()[-1])["kind"] == "BadRowError"
+    assert _count(conn, table) == 12
+    assert main(["run", str(prof), "--dsn", dsn]) == 2  # unfinished: resume or restart, said
+    assert "--resume" in capsys.readouterr().err
+    bad.write_text(good)
+    assert main(["run", str(prof), "--dsn", dsn, "--resume", "--json"]) == 0
+    out, err = capsys.readouterr()
+    files = json.loads(out.strip().splitlines()[-1])["files"]
+    assert [f.get("skipped", False) for f in files] == [True, False, False]
+    assert _count(conn, table) == 36
