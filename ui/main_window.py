@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.preview import SourceInfo, inspect_source
-from core.sources.many import common_name
+from core.sources.many import common_name, join_paths
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.target_facts import TableSize
 from ui.compare_tab import CompareTab
@@ -457,9 +457,9 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
-        urls = event.mimeData().urls()
-        if urls and urls[0].isLocalFile():
-            self.open_file(urls[0].toLocalFile())
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:  # several files dropped: one source of them all, into one table (core.sources.many)
+            self.open_file(join_paths(paths))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         if self.runs.job is not None:

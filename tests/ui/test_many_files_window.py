@@ -129,3 +129,18 @@ def test_file_open_folder_reads_the_folders_files_as_one_source(
     assert w.path_edit.text() == str(tmp_path / "month")
     assert "2 files (orders-01.csv, orders-02.csv) into one table" in w.source_status.text()
     assert w.table_combo.currentText() == "orders"
+
+
+def test_several_files_dropped_on_the_window_open_as_one_source(qtbot: Any, window: Any, tmp_path: Path) -> None:
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    w = window
+    files = _exports(tmp_path / "dropped", [2, 3, 4])
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(f)) for f in files[:2]])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        w.dropEvent(event)
+    assert "2 files (orders-01.csv, orders-02.csv) into one table" in w.source_status.text()

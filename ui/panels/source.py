@@ -35,8 +35,8 @@ class SourcePanel(QGroupBox):
         lay = QVBoxLayout(self)
         row = QHBoxLayout()
         self.path_edit = QLineEdit()
-        self.path_edit.setPlaceholderText("Open a CSV, Parquet, JSON, Excel or SQL file, or several, a folder or "
-                                          "a pattern (exports/*.csv)")
+        self.path_edit.setPlaceholderText("Open or drop a CSV, Parquet, JSON, Excel or SQL file (or several, or a "
+                                          "folder), or type a pattern: exports/*.csv")
         self.path_edit.setToolTip(MANY_TIP)
         self.open_btn = QPushButton("Open…")
         row.addWidget(self.path_edit)
