@@ -104,6 +104,9 @@ def main(argv: list[str]) -> int:
         window.run_finished.connect(lambda _r: after_run(0))
         window.run_failed.connect(lambda _m: after_run(1))
         window.run_cancelled.connect(lambda: after_run(1))
+        window.run_refused.connect(lambda _m: after_run(1))
+    if args.screenshot:
+        window.runs.unattended = True  # nobody is there to answer a question: it is answered no
 
     def on_ready() -> None:
         if args.table:

@@ -66,7 +66,7 @@ def reject_fields(
 
 
 def bad_record_fields(bad: BadRecord, source: Source | None = None) -> tuple[Any, ...]:
-    return _named(source, (bad.line or "", bad.row + 1, "", "", bad.reason, bad.record), bad.row)
+    return _named(source, (bad.line or "", bad.row + 1, bad.column, bad.value, bad.reason, bad.record), bad.row)
 
 
 def _named(source: Source | None, fields: tuple[Any, ...], row: int) -> tuple[Any, ...]:

@@ -42,7 +42,7 @@ from ui.profile_actions import ProfileActions, table_name_for
 from ui.run_controller import RunController
 from ui.settings import Settings
 from ui.target_controller import TargetController
-from ui.wheel_guard import WheelGuard
+from ui.wheel_guard import guard_wheel
 from ui.worker import Background, Job
 
 
@@ -74,7 +74,6 @@ class MainWindow(QMainWindow):
         self.resize(1500, 940)
         self._generation = 0  # previews of older generations are ignored
         self._bg = Background(self, self.on_background_failed)
-        self._wheel_guard = WheelGuard(self)  # a wheel scrolls the forms; it changes no unfocused value
         self.source_info: SourceInfo | None = None
         self.target_size: TableSize | None = None  # the existing target's rows, looked up with its columns
         self.last_error = ""
@@ -88,6 +87,7 @@ class MainWindow(QMainWindow):
         self._wire()
         self._build_menus()
         self.foresight = Foresight(self)  # the plan for the next run, said before it starts
+        self.wheel_guard = guard_wheel(self)  # a wheel scrolls the forms; it changes no unfocused value
 
     # -- layout ---------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.target_facts import TargetFacts, read_target_facts
 from ui import dialogs
+from ui.check_texts import check_summary, first_bad
 from ui.history_model import HistoryModel
 from ui.mapping_controller import left_out_text
 from ui.reject_files import RejectFiles
@@ -72,12 +73,14 @@ class RunController(QObject):
         self.engine: LoadJob | EachFileJob | None = None
         self.spec: LoadSpec | None = None
         self.kind = "load"  # or "check"
+        self.check_aborts = False  # the check runs with skip to list every bad row; the run would abort
         self.last_progress: Progress | None = None
         self.starting = False  # waiting for the table's size or the user's yes
         # (connection, file, tables) whose append the user said yes to: asked once, on that server only
         self._confirmed: set[tuple[str | None, str, tuple[TableRef, ...]]] = set()
         self.removed = 0  # rows the running load's truncate takes out (said in its summary and History)
         self.resuming = False
+        self.unattended = False  # --screenshot: a question is answered no (a modal dialog would wait forever)
         # The folder reject files go to, and the buttons on them.
         self.reject_files = RejectFiles(window.strategy_panel, window.run_panel, window.settings, window)
         p = self.p
@@ -151,6 +154,10 @@ class RunController(QObject):
             question = verdict.question
             if info is not None and not info.rows_exact:
                 question += "\n\nThe file's row count is an estimate from its first rows."
+            if self.unattended:
+                self.p.log_line(f"not started: nobody to answer: {question.splitlines()[0]}")
+                w.run_refused.emit(question)
+                return
             if not dialogs.ask(w, verdict.title, question, verdict.yes, destructive=verdict.destructive):
                 self.p.log_line(f"not started: the user said no to: {question.splitlines()[0]}")
                 w.run_refused.emit(question)
@@ -164,7 +171,8 @@ class RunController(QObject):
         """Check before loading: the load with these settings, rolled back at the end.
 
         Bad rows are collected (policy skip, where the strategy allows it) so the check lists every
-        row that would be rejected; the table is left as it was.
+        row that would be rejected; under On error = abort it says where the run would stop. The
+        table is left as it was.
         """
         if self.job is not None or self.starting:
             return
@@ -174,6 +182,7 @@ class RunController(QObject):
         if not self._runnable(spec):
             return
         chosen = self.w.strategy_panel.current()
+        self.check_aborts = spec.on_error is ErrorPolicy.ABORT
         if chosen is None or not chosen.multi_connection:  # parallel-copy has no skip yet
             spec.on_error = ErrorPolicy.SKIP
         folder = data_dir() / "checks"
@@ -318,7 +327,17 @@ class RunController(QObject):
             self.p.log_line(f"note: the history is kept for this session only: {self.history.problem}")
             self.history.problem = ""
 
+    def _count_rows(self, result: LoadResult) -> None:
+        """A run or a check that read the file through has counted its rows: from now on the
+        source line and the questions (SourceInfo.rows_text) say that number, not an estimate."""
+        w, spec, info = self.w, self.spec, self.w.source_info
+        if info is None or spec is None or info.rows_exact or info.options.path != spec.source.path:
+            return
+        w.source_info = counted = info.counted(result.rows_read)
+        w.source_status.setText(w.source_status.text().replace(info.rows_text(), counted.rows_text(), 1))
+
     def _on_finished(self, result: LoadResult) -> None:
+        self._count_rows(result)
         p = self.p
         p.progress.setValue(1000)
         check = self.kind == "check"
@@ -327,20 +346,23 @@ class RunController(QObject):
         if result.load_seconds:
             own = result.rows_loaded - result.loaded_before  # a resumed run's earlier rows took none of it
             rate += f"; {own / result.load_seconds:,.0f} rows/s while loading"
+        if result.reject_file:
+            p.show_rejects(result.reject_file)
+        # A check collects every bad row; under abort the run would stop at the first of them.
+        stop = first_bad(p.rejects.rows) if check and self.check_aborts and p.rejects.rows else None
         if check:
-            bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
-                   if result.rows_rejected else "none would be rejected")
-            p.summary.setText(f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
-                              f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
+            p.summary.setText(check_summary(result, rate, stop))
+            if stop is not None:
+                p.progress.setFormat("checked: the run would stop")
         else:
             p.summary.setText(_load_summary(result, rate) + self._mode_said())
         if result.chosen:
             self.w.strategy_panel.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
-        if result.reject_file:
-            p.show_rejects(result.reject_file)
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
         note = f"would load {result.rows_loaded:,}; rolled back" if check else "; ".join(
             n for n in (self._mode_said().strip(), result.reject_file or "") if n)
+        if stop is not None:
+            note = f"would stop at {stop}; rolled back"
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
                       seconds=result.seconds, note=note, result=result,
                       loaded_before=0 if check else result.loaded_before)

@@ -160,7 +160,8 @@ class MappingModel(QAbstractTableModel):
         return unmatched(self.maps, [Column(n, t) for n, t in self._table_types.items()])
 
     def _recheck(self) -> None:
-        self._notes = sample_warnings(self._sample, self.maps) if self._sample.width else [""] * len(self.maps)
+        self._notes = (sample_warnings(self._sample, self.maps, new_table=self.table_columns is None)
+                       if self._sample.width else [""] * len(self.maps))
         missing = {id(m) for m in self.unmatched()}
         for i, m in enumerate(self.maps):
             if id(m) in missing:

@@ -145,8 +145,8 @@ def commit_batches(
     conn = strategy.conn
     assert conn is not None
     ref, rejects = plan.target, job._rejects
-    batches = plan.source.batches_with_bad if rejects is not None else plan.source.batches
-    for batch in batches(job.spec.rows_per_batch, skip_rows=job.rows_read):
+    for batch in plan.source.load_batches(job.spec.rows_per_batch, skip_rows=job.rows_read,
+                                          with_bad=rejects is not None):
         job.cancel.check()
         plan.source.check_unchanged()
         mapped = mp.apply(batch.frame, plan.maps)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -26,6 +27,9 @@ from core.errors import ConfigError, SourceError
 from core.protocols.common import count_records
 from core.sources.base import Batch, Fingerprint, RawChunk, Source
 from core.spec import SourceOptions
+
+if TYPE_CHECKING:
+    from core.relative_dates import RelativeDates
 
 GLOB_CHARS = frozenset("*?[")
 LIST_SEP = os.pathsep  # a list of files in one path field: a.csv:b.csv (a.csv;b.csv on Windows)
@@ -269,7 +273,7 @@ class ManySource(Source):
     def _frame(self, frame: pl.DataFrame) -> pl.DataFrame:
         return frame if frame.columns == self._columns else frame.select(self._columns)
 
-    def _read(self, batch_rows: int, skip_rows: int, bad: bool) -> Iterator[Batch]:
+    def _read(self, batch_rows: int, skip_rows: int, bad: bool, load: bool = False) -> Iterator[Batch]:
         base_bytes = 0
         for i, part in enumerate(self.parts):
             start = self._start(i)
@@ -280,7 +284,9 @@ class ManySource(Source):
                 continue
             end = local_skip
             read = part.batches_with_bad if bad else part.batches
-            for b in read(batch_rows, local_skip):
+            # A load's batches: each file refuses its own bad values, so an abort names it and its line.
+            batches = part.load_batches(batch_rows, local_skip, with_bad=bad) if load else read(batch_rows, local_skip)
+            for b in batches:
                 end = b.first_row + b.frame.height
                 yield Batch(self._frame(b.frame), start + b.first_row, base_bytes + b.bytes_read, b.lines,
                             tuple(replace(r, row=start + r.row) for r in b.bad))
@@ -306,6 +312,23 @@ class ManySource(Source):
 
     def batches(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
         return self._read(batch_rows, skip_rows, bad=False)
+
+    def load_batches(self, batch_rows: int, skip_rows: int = 0, *, with_bad: bool = False) -> Iterator[Batch]:
+        return self._read(batch_rows, skip_rows, bad=with_bad, load=True)
+
+    _refuse: RelativeDates | None = None
+
+    @property
+    def refuse(self) -> RelativeDates | None:
+        """The plan's guard against values the client refuses (core.relative_dates): every file's own,
+        so that its raw chunks are looked at and its bad records named by it."""
+        return self._refuse
+
+    @refuse.setter
+    def refuse(self, guard: RelativeDates | None) -> None:
+        self._refuse = guard
+        for part in self.parts:
+            part.refuse = guard
 
     def batches_with_bad(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
         return self._read(batch_rows, skip_rows, bad=True)

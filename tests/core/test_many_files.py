@@ -395,3 +395,33 @@ def test_every_strategy_and_commit_loads_a_set_each_file_counted(
                            batch_rows=100, workers=3)).run()
     assert [f["rows_read"] for f in result.files] == sizes and result.rows_loaded == sum(sizes)
     assert [(r[0], r[1], f"{float(r[2]):.2f}", r[3]) for r in _rows(conn, table)] == _expected(frames)
+
+
+@pytest.mark.parametrize("strategy", ["copy-csv", "copy-binary", "parallel-copy"])
+def test_a_relative_date_word_in_one_file_is_refused_and_named_by_that_file(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    from core.errors import RefusedValue
+
+    _months(tmp_path / "rd", ".csv", [20, 20, 20])
+    second = tmp_path / "rd" / "export-2.csv"
+    frame = pl.read_csv(second)
+    frame = frame.with_columns(pl.when(pl.int_range(pl.len()) == 4).then(pl.lit("yesterday")).otherwise("day")
+                               .alias("day"))
+    frame.write_csv(second)
+    line = 2 + 4 + sum(n.count("\n") for n in frame["note"].to_list()[:4])
+    table = table_name("reldate")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, day date, amount numeric, note text)").format(sql.Identifier(table)))
+    spec = _spec(str(tmp_path / "rd"), table, dsn, mode=LoadMode.APPEND, strategy=strategy)
+    with pytest.raises(RefusedValue) as err:
+        LoadJob(spec).run()
+    assert (err.value.path, err.value.line) == (str(second), line) and "yesterday" in str(err.value)
+    assert _rows(conn, table) == []
+    from dataclasses import replace
+
+    result = LoadJob(replace(spec, on_error=ErrorPolicy.SKIP)).run()
+    assert [f["rows_rejected"] for f in result.files] == [0, 1, 0] and len(_rows(conn, table)) == 59
+    assert result.reject_file is not None
+    with open(result.reject_file, newline="", encoding="utf-8") as fh:
+        (rec,) = list(csv.DictReader(fh))
+    assert (rec["file"], rec["line"], rec["value"]) == (str(second), str(line), "yesterday")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import crash_reports, gui
@@ -35,7 +36,14 @@ def _main_with(argv: list[str], drive: Callable[[Any], None], monkeypatch: pytes
         drive(windows[0])
 
     QTimer.singleShot(0, find_window)
-    return gui.main(argv)
+    code = gui.main(argv)
+    # main()'s window is no test's widget: free it now, not in a later test's garbage collection.
+    for w in QApplication.topLevelWidgets():
+        if type(w).__name__ == "MainWindow":
+            w.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    gc.collect()
+    return code
 
 
 def _quit(window: Any) -> None:
@@ -85,3 +93,21 @@ def test_a_failed_load_given_with_run_exits_1(
 
     code = _main_with(["--open", str(path), "--table", table, "--dsn", dsn, "--run"], drive, monkeypatch, tmp_path)
     assert code == 1
+
+
+def test_run_with_a_screenshot_never_waits_on_a_question(
+    qtbot: Any, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--run --screenshot into a table with rows: nobody can answer "Append…?", so it is answered no; the
+    shot is taken, the table is as it was, and the status says the load did not run (it hung before)."""
+    table = table_name("unattended")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
+    conn.execute(sql.SQL("INSERT INTO {} VALUES (1, 'kept')").format(sql.Identifier(table)))
+    path = tmp_path / "more.csv"
+    path.write_text("id,name\n2,b\n3,c\n", encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    code = _main_with(["--open", str(path), "--table", table, "--dsn", dsn, "--run", "--screenshot", str(shot)],
+                      lambda _w: None, monkeypatch, tmp_path)
+    assert code == 1 and shot.exists()
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (1,)
