@@ -394,7 +394,8 @@ class RunController(QObject):
         error = self.job.signals.error if self.job is not None else None
         if isinstance(error, UnfinishedRun):
             # Not a failure of this run: ask what to do with the earlier one.
-            message = (f"{error.described}.\n\nResume continues it after the last committed batch; "
+            unit = "file" if spec.commit is CommitMode.PER_FILE else "batch"  # per-file: many files, one table
+            message = (f"{error.described}.\n\nResume continues it after the last committed {unit}; "
                        "Start over loads every row again (rows it committed stay in the table).")
             p.progress.setFormat("earlier run unfinished")
             p.summary.setText("An earlier run of this load is unfinished: Resume or Start over.")

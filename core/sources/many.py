@@ -125,6 +125,9 @@ def differences(first: list[str], other: list[str]) -> str:
     """How `other`'s columns differ from `first`'s, in words ('' when they are the same set)."""
     missing = [c for c in first if c not in other]
     extra = [c for c in other if c not in first]
+    if missing == first and extra == other and other:  # nothing in common: a header missing, or another file
+        return (f"has none of its columns: its first line reads {', '.join(other[:4])}"
+                f"{', ...' if len(other) > 4 else ''} (a file without a header line, or another kind of file?)")
     parts = []
     if missing:
         parts.append(f"lacks {', '.join(map(repr, missing))}")

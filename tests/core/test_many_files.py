@@ -132,6 +132,11 @@ def test_a_file_whose_columns_differ_is_refused_before_anything_is_sent(
     result = LoadJob(_spec(str(tmp_path / "m" / "*.csv"), table, dsn, mode=LoadMode.APPEND), on_log=logs.append).run()
     assert result.rows_loaded == 80 and any("another order in export-3.csv" in m for m in logs)
     assert (3 * 100_000 + 5,) in [(r[0],) for r in _rows(conn, table)]
+    headless = tmp_path / "m" / "export-4.csv"
+    headless.write_text(headless.read_text().split("\n", 1)[1])  # its header line lost
+    with pytest.raises(ConfigError, match=r"export-4.csv: .* has none of its columns: its first line reads 400000"
+                                          r".*a file without a header line"):
+        LoadJob(_spec(str(tmp_path / "m" / "*.csv"), table, dsn, mode=LoadMode.APPEND)).run()
 
 
 def test_one_transaction_a_bad_row_in_the_third_file_loads_nothing_and_names_that_file(
