@@ -11,6 +11,7 @@ commits, and `--resume` goes on with the first file not loaded.
 from __future__ import annotations
 
 import csv
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -173,7 +174,7 @@ class EachFileJob:
             first_reject: str | None = None
             loaded_any = bool(done)  # create or truncate: with the first file that loads (in this run or the last)
             for part in source.parts:
-                key = ck.load_key(part.path, ref)
+                key = _mark_key(run_key, part.path)
                 if str(part.path) in done:
                     mark = done[str(part.path)]
                     self.on_log(f"{part.path}: loaded by the earlier run ({mark.rows_loaded:,} rows); skipped")
@@ -238,7 +239,8 @@ class EachFileJob:
         ck.ensure_book(ctl, ref)
         earlier = ck.read(ctl, ref, run_key)
         unfinished = earlier is not None and not earlier.finished
-        marks = {str(p.path): ck.read(ctl, ref, ck.load_key(p.path, ref)) for p in source.parts} if unfinished else {}
+        marks = ({str(p.path): ck.read(ctl, ref, _mark_key(run_key, p.path)) for p in source.parts} if unfinished
+                 else {})
         done = {path: m for path, m in marks.items() if m is not None and m.finished}
         if unfinished and self.restart:
             self.on_log(f"an earlier per-file run of these files loaded {len(done)} of them; starting again from "
@@ -262,6 +264,11 @@ class EachFileJob:
         if not unfinished or self.restart:
             ck.start(ctl, ref, run_key, str(source.path), "per-file", self.spec.strategy)
         return done
+
+
+def _mark_key(run_key: str, path: Path) -> str:
+    """The book's row for one file of a per-file run: its own, not a one-file load's of the same file."""
+    return hashlib.sha256(f"{run_key}\n{path.resolve()}".encode()).hexdigest()[:32]
 
 
 def _reject_for(asked: str | None, path: Path, files: int) -> str | None:
