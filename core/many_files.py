@@ -65,6 +65,16 @@ def report(job: LoadJob, result: LoadResult) -> LoadResult:
     return replace(result, files=tuple(_json(c) for c in counts))
 
 
+def in_commit(job: LoadJob, conn: Any) -> None:
+    """Hook of the single-commit protocol, inside the transaction that commits a load's rows: a
+    file of a per-file run is marked loaded in that same commit (EachFileJob sets `file_mark`), so
+    a run that dies just after it never loads that file twice on --resume."""
+    mark = getattr(job, "file_mark", None)
+    if mark is not None and conn is not None:
+        mark(conn, job)
+        job.file_mark = None  # type: ignore[attr-defined]
+
+
 def _rejected_by_file(reject_file: str | None) -> dict[str, int]:
     """How many of a reject file's records each file has (its `file` column)."""
     if not reject_file or not Path(reject_file).is_file():
@@ -188,18 +198,23 @@ class EachFileJob:
                 reject = _reject_for(spec.reject_file, part.path, len(source.parts))
                 job = LoadJob(self._one(str(part.path), ManySource.settled(part), maps, mode, reject),
                               on_progress=self._progress, on_log=self.on_log, cancel=self.cancel)
+                fingerprint = ck.fingerprint(part.path)
+
+                def file_mark(conn: Any, j: LoadJob, key: str = key, path: Path = part.path,
+                              fp: str = fingerprint) -> None:
+                    _mark(conn, ref, key, path, fp, j.spec.strategy, (j.rows_read, j.rows_loaded, j.rows_rejected))
+
+                job.file_mark = file_mark  # type: ignore[attr-defined]  # written in the file's own commit (in_commit)
                 try:
                     result = job.run()
                 except SluiceError as exc:
                     raise self._stopped(exc, part.path, counts) from None
                 loaded_any = True
                 strategy = result.strategy
-                with ctl.transaction():
-                    ck.start(ctl, ref, key, str(part.path), ck.fingerprint(part.path), result.strategy)
-                    ck.advance(ctl, ref, key, rows_done=result.rows_read, rows_loaded=result.rows_loaded,
-                               rows_rejected=result.rows_rejected, bytes_done=part.size, reject_bytes=0,
-                               expect_rows_done=0)
-                    ck.finish(ctl, ref, key)
+                if getattr(job, "file_mark", None) is not None:  # several streams' commit: just after it
+                    with ctl.transaction():
+                        _mark(ctl, ref, key, part.path, fingerprint, result.strategy,
+                              (result.rows_read, result.rows_loaded, result.rows_rejected))
                 first_reject = first_reject or result.reject_file
                 count = FileCount(str(part.path), result.rows_read, result.rows_loaded, result.rows_rejected)
                 self.on_log(count.describe() + (f" (rejects: {result.reject_file})" if result.reject_file else ""))
@@ -264,6 +279,16 @@ class EachFileJob:
         if not unfinished or self.restart:
             ck.start(ctl, ref, run_key, str(source.path), "per-file", self.spec.strategy)
         return done
+
+
+def _mark(conn: Any, ref: Any, key: str, path: Path, fingerprint: str, strategy: str,
+          rows: tuple[int, int, int]) -> None:
+    """One file of a per-file run marked loaded, with its rows read, loaded and rejected."""
+    read, loaded, rejected = rows
+    ck.start(conn, ref, key, str(path), fingerprint, strategy)
+    ck.advance(conn, ref, key, rows_done=read, rows_loaded=loaded, rows_rejected=rejected, bytes_done=0,
+               reject_bytes=0, expect_rows_done=0)
+    ck.finish(conn, ref, key)
 
 
 def _mark_key(run_key: str, path: Path) -> str:

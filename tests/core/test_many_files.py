@@ -430,3 +430,34 @@ def test_a_relative_date_word_in_one_file_is_refused_and_named_by_that_file(
     with open(result.reject_file, newline="", encoding="utf-8") as fh:
         (rec,) = list(csv.DictReader(fh))
     assert (rec["file"], rec["line"], rec["value"]) == (str(second), str(line), "yesterday")
+
+
+@pytest.mark.parametrize("strategy", ["copy-csv", "executemany", "row-autocommit"])
+def test_a_per_file_run_that_dies_just_after_a_files_commit_never_loads_it_twice(
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The file's mark is written in the transaction that commits its rows (row-autocommit: the
+    staging table's move), so a run killed right after that commit resumes after that file."""
+    _months(tmp_path / "k", ".csv", [15, 16, 17])
+    table = table_name("killed")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, day date, amount numeric, note text)").format(
+        sql.Identifier(table)))
+    spec = _spec(str(tmp_path / "k"), table, dsn, mode=LoadMode.APPEND, strategy=strategy,
+                 commit=CommitMode.PER_FILE)
+    real_run = LoadJob.run
+
+    def dies_after_the_second(self: LoadJob) -> Any:
+        result = real_run(self)
+        if self.spec.source.path.endswith("export-2.csv"):
+            raise KeyboardInterrupt  # the process killed between the commit and anything after it
+        return result
+
+    monkeypatch.setattr(LoadJob, "run", dies_after_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        make_job(spec).run()
+    monkeypatch.setattr(LoadJob, "run", real_run)
+    assert len(_rows(conn, table)) == 31
+    result = make_job(spec, resume=True).run()  # the primary key would refuse the second file's rows again
+    assert [f.get("skipped", False) for f in result.files] == [True, True, False]
+    assert [f["rows_loaded"] for f in result.files] == [15, 16, 17] and len(_rows(conn, table)) == 48
