@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QHeaderView,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core import memory
 from core.preview import SourceInfo, inspect_source
 from core.sources.many import common_name, join_paths
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
@@ -68,6 +69,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: Settings | None = None) -> None:
         super().__init__()
+        memory.limit_arenas()  # before the loads' threads: each would keep an arena of its own (core/memory.py)
         self.settings = settings or Settings.load()
         self.setWindowTitle("Sluice")
         self.setAcceptDrops(True)
@@ -168,6 +170,9 @@ class MainWindow(QMainWindow):
         t.mode_combo.activated.connect(self._on_mode_picked)
         self.run_panel.show_table_btn.clicked.connect(self.targets.show_table)
         self.compare_tab.finished.connect(self.runs.add_comparison)
+        # What a finished or stopped run held goes back to the system once the window has shown its end.
+        self.run_ended.connect(self._release_memory)
+        self.compare_tab.comparison_finished.connect(self._release_memory)
         self.tabs.currentChanged.connect(self._on_tab_changed)
 
     def _on_tab_changed(self, index: int) -> None:
@@ -208,6 +213,9 @@ class MainWindow(QMainWindow):
         act.triggered.connect(lambda _checked=False: slot())
         menu.addAction(act)
         return act
+
+    def _release_memory(self, *_args: Any) -> None:
+        QTimer.singleShot(0, memory.release)
 
     # -- background work -------------------------------------------------------------------
 
@@ -255,6 +263,7 @@ class MainWindow(QMainWindow):
             if not keep_target:
                 self.maps.mode_pinned = False  # a new file's table gets the mode its table suggests
             self.maps.ddl.forget_edit()
+            self.maps.profile_left_out = None
             if self.runs.job is None and not self.runs.starting:
                 self.run_panel.clear_result()  # the last file's result is not this one's
                 self.strategy_panel.forget_choice()
@@ -408,6 +417,7 @@ class MainWindow(QMainWindow):
                 c: (None if info.sample[c][0] is None else str(info.sample[c][0])) for c in info.columns}
             self.mapping.reset_edits()
             self.mapping.adopt_edits(cols)  # the profile's choices are the user's: they survive a rebuild
+            self.maps.profile_left_out = {c.source for c in cols if c.source and not c.include}
             self.maps.show([ColumnMap(**vars(c)) for c in cols], samples, info, self.mapping.table())
 
     # -- public actions (tests, menus and the Compare tab use these) ------------------------------

@@ -36,6 +36,8 @@ class MappingController(QObject):
         # A mode the user picked or a profile set: never changed by what the table list suggests.
         self.mode_pinned = False
         self.ddl = DdlBox(window.target_panel)
+        # The columns an opened profile leaves out: said in the plan, but a create need not ask about them.
+        self.profile_left_out: set[str] | None = None
 
     def rebuild(self) -> None:
         w = self.w

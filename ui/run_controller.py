@@ -229,8 +229,8 @@ class RunController(QObject):
     def _left_out_refused(self, spec: LoadSpec) -> bool:
         """A create that leaves out columns of the file asks first (True: the user said no)."""
         left = self.w.maps.left_out() if spec.target.mode is LoadMode.CREATE and not self.w.table_exists() else []
-        if not left:
-            return False
+        if not left or set(left) == self.w.maps.profile_left_out:
+            return False  # none left out, or just those the opened profile leaves out (the plan says which)
         info = self.w.source_info
         total = len(info.columns) if info is not None else len(left)
         ref = TableRef(spec.target.table, spec.target.schema or "public").display()
@@ -304,6 +304,7 @@ class RunController(QObject):
         self.p.log_line(f"— {outcome}: read {read:,}, loaded {loaded:,}, rejected {rejected:,}. "
                         f"{self.p.summary.text()}")
         self.job = None
+        self.engine = None  # read above; kept, it would hold the run's source, plan and counters till the next
         self.w.run_ended.emit()
 
     def _remember(self, spec: LoadSpec, outcome: str, counts: tuple[int, int, int], seconds: float | None,

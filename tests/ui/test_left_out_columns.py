@@ -62,3 +62,31 @@ def test_unticks_made_for_one_table_are_said_before_creating_the_next(
     assert len(w.messages) == asked
     row = conn.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = %s", [new]).fetchone()
     assert row == (3,)
+
+
+def test_a_profile_that_leaves_out_columns_creates_without_asking_again(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Its unticks were chosen when it was saved: the plan says them, Run does not ask about them."""
+    w = window
+    path = tmp_path / "towns.csv"
+    path.write_text("id,name,city\n1,ann,oslo\n", encoding="utf-8")
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        w.open_file(str(path))
+    table = table_name("prof")
+    w.table_combo.setEditText(table)
+    _untick(w, 2)
+    saved = w.save_profile(str(tmp_path / "towns.toml"))
+    other = tmp_path / "other.csv"
+    other.write_text("a\n1\n", encoding="utf-8")
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        w.open_file(str(other))
+    with qtbot.waitSignal(w.source_ready, timeout=30_000):
+        w.open_profile(saved)
+    assert w.mode_combo.currentText() == "create" and w.maps.left_out() == ["city"]
+    asked = len(w.messages)
+    with qtbot.waitSignal(w.run_finished, timeout=60_000):
+        w.start_run()
+    assert len(w.messages) == asked
+    row = conn.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = %s", [table]).fetchone()
+    assert row == (2,)

@@ -53,6 +53,17 @@ def test_auto_s_note_about_the_last_run_goes_when_the_set_up_changes(
     assert "auto chose" in help_label.text() and "for the last run" in help_label.text()
     w.commit_combo.setCurrentText("per-batch")  # the next run is another run: the note is stale
     assert "auto chose" not in help_label.text() and "auto picks" in help_label.text()
+    # A run that stops or fails says nothing of its pick here: the earlier run's note goes when it starts.
+    w.commit_combo.setCurrentText("single")
+    _run(qtbot, w)
+    assert "auto chose" in help_label.text()
+    w.table_combo.setEditText(w.table_combo.currentText())  # no change: the note stays
+    assert "auto chose" in help_label.text()
+    with qtbot.waitSignal(w.run_ended, timeout=60_000):
+        with qtbot.waitSignal(w.run_started, timeout=30_000):  # after the table is read again
+            w.start_run()
+        w.stop_run()
+    assert "auto chose" not in help_label.text()
     # A run of another strategy, then auto again: still no note about an earlier auto run.
     w.set_strategy("copy-csv")
     _run(qtbot, w)
