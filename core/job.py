@@ -31,7 +31,7 @@ import psycopg
 from psycopg import sql
 
 from core import checkpoint as ck
-from core import explain, janitor, stages
+from core import explain, janitor, many_files, stages
 from core import mapping as mp
 from core.auto import AUTO, Choice, choose
 from core.batch_size import source_row_width
@@ -147,7 +147,7 @@ class LoadJob:
     not_loaded: tuple[str, ...] = ()  # the file's columns no target column takes
 
     def run(self) -> LoadResult:
-        result = self._run_job()
+        result = many_files.report(self, self._run_job())  # many files: what each one gave
         if self.not_loaded:
             result = replace(result, columns_not_loaded=self.not_loaded)
         reasons = [r for r in (self.chosen.reason if self.chosen else "", result.reason) if r]
@@ -175,6 +175,8 @@ class LoadJob:
         spec = self.spec
         cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
         plan = plan_load(spec, ctl)
+        many_files.settled(self, plan)  # many files: said before the run; their counts kept for the result
+        spec = self.spec
         if cls is None:
             self.chosen = choose(spec, plan, ctl)
             self.spec = spec = replace(spec, strategy=self.chosen.strategy, batch_rows=self.chosen.batch_rows,

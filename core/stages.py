@@ -253,7 +253,8 @@ def send_raw(
             # COPY would store it as a date of the day of the load; the parser refuses its row.
             raise _ParseInstead("a relative date word (now, today, ...) in a date or time column")
         write_raw(chunk.data)
-        job.rows_read += count_records(chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
+        job.rows_read += chunk.records if chunk.records >= 0 else count_records(
+            chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
         job.rows_loaded = job.rows_read
         job.bytes_read = chunk.bytes_read
         job._emit(Phase.LOADING)
