@@ -179,7 +179,7 @@ def _warm_up() -> threading.Thread:
 
     def run() -> None:
         try:
-            import core.job  # noqa: F401
+            import core.load.job  # noqa: F401
         except ImportError:
             pass  # the real import in cmd_load reports it
 
@@ -214,7 +214,7 @@ def cmd_load(
     spec: LoadSpec, as_json: bool, save_profile: str | None = None, *, resume: bool = False, restart: bool = False
 ) -> int:
     from core import profile
-    from core.job import LoadJob
+    from core.load.job import LoadJob
 
     if spec.target.mode is LoadMode.UPSERT and not spec.target.key:
         raise ConfigError("--mode upsert needs --key COLUMN ...")

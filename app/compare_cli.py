@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from core.compare import CompareSpec, run_compare
 from core.errors import ConfigError
+from core.lab.compare import CompareSpec, run_compare
 
 
 def _ints(text: str, what: str) -> list[int]:

@@ -44,7 +44,7 @@ class Choice:
 
 def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
     from core import mapping as mp
-    from core.protocols.common import source_is_csv
+    from core.load.protocols.common import source_is_csv
 
     source = plan.source
     width = source_row_width(source.path, source.size, source.format)
@@ -105,7 +105,7 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
     in create mode on PostgreSQL 15, where copy-binary cannot help (the new table's numeric
     column has no exact binary form; 0.85x); 1.20x appended with two-phase commit on the
     embedded PostgreSQL 18, against copy-binary's 1.16x there."""
-    from core.protocols import target
+    from core import server as target
     from core.spec import LoadMode
 
     workers = min(4, os.cpu_count() or 1)

@@ -1,7 +1,7 @@
 """How a SQL script's rows map onto an existing table, as its load sends them.
 
 A script whose INSERTs name no columns (pg_dump --inserts) fills the table's columns in
-order: that is what the statements mean, and what core.script_load does. Matching its
+order: that is what the statements mean, and what core.load.protocols.script does. Matching its
 placeholder names (column_1, column_2, ...) by name would leave every column unmatched.
 """
 

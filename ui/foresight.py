@@ -74,7 +74,7 @@ class Foresight(QObject):
         w.run_panel.show_plan("working out what the run will do…")
 
         def foresee(*_a: Any) -> str:
-            from core.job import LoadJob
+            from core.load.job import LoadJob
 
             return LoadJob(spec).foresee().describe()
 

@@ -20,7 +20,7 @@ from core.db import TableRef
 from core.embedded import data_dir
 from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
-from core.job import LoadJob, LoadResult
+from core.load.job import LoadJob, LoadResult
 from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.target_facts import TargetFacts, read_target_facts

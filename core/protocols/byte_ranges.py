@@ -4,7 +4,7 @@ A run that loads a CSV file's own bytes cuts it at record boundaries (csv_record
 `byte_pieces` makes the ranges between the cuts that an earlier run has not committed (`Ranges`),
 and a stream reads its range with `read_records`, in newline-ending slices for one COPY.
 `raw_pieces` hands out the source's own chunks of bytes instead. Where the bytes cannot go to
-COPY as they are, `Reparse` sends the rest of the load through the parser. `Piece`, the chunk a
+COPY as they are, `ParseInstead` sends the rest of the load through the parser. `Piece`, the chunk a
 stream takes, lives here with the code that cuts it; the streams are in chunked.py.
 """
 
@@ -16,16 +16,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.errors import LoadFailed
+from core.errors import LoadFailed, ParseInstead
 from core.sources.base import BadRecord, Source
 from core.sources.csv_records import BareQuoteIn, EndsInQuote
 
 if TYPE_CHECKING:
     import polars as pl
-
-
-class Reparse(Exception):
-    """The file's own bytes cannot go to COPY here; load the rest through the parser."""
 
 
 @dataclass(frozen=True)
@@ -78,13 +74,13 @@ def raw_pieces(source: Source, done: Ranges, count: Callable[[bytes], int]) -> I
     lo = 0
     for chunk in source.raw_chunks():  # type: ignore[attr-defined]
         if chunk.odd:
-            raise Reparse("a quote inside an unquoted field, which COPY would read differently")
+            raise ParseInstead("a quote inside an unquoted field, which COPY would read differently")
         hi = lo + count(chunk.data)
         gaps = done.gaps(lo, hi)
         if gaps == [(lo, hi)] and hi > lo:
             yield Piece(lo, hi, chunk.bytes_read, data=chunk.data)
         elif gaps:
-            raise Reparse("the earlier run cut the file into other chunks")
+            raise ParseInstead("the earlier run cut the file into other chunks")
         lo = hi
 
 
@@ -99,7 +95,7 @@ def byte_pieces(cuts: Iterator[int], done: Ranges) -> Iterator[Piece]:
                 yield Piece(lo, hi, hi, by_bytes=True)
             prev = cut
     except (EndsInQuote, BareQuoteIn) as why:
-        raise Reparse(str(why)) from None
+        raise ParseInstead(str(why)) from None
 
 
 SLICE_BYTES = 8 << 20  # a stream holds this much of its chunk at a time, however large the chunk

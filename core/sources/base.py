@@ -142,7 +142,7 @@ def rebatch_parts(
     says where it sits among them and the frame's rows fill the others, in order. A bad
     record ends the batch being filled (its frame must stay contiguous) and opens the next.
     `start` is the source row and position of the first part (parts that continue a source
-    whose beginning went elsewhere: core.warm_start).
+    whose beginning went elsewhere: core.load.warm_start).
     """
     r = _Rebatcher(batch_rows, skip_rows)
     r.first = r.next_row = start[0]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 import polars as pl
 
 from core.errors import SourceError
-from core.protocols.common import records_and_lines
+from core.load.protocols.common import records_and_lines
 from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
 from core.sources.csv_parse import CsvRecordParsing
 from core.sources.csv_records import (
@@ -36,7 +36,7 @@ from core.spec import SourceOptions
 # took 0.30 CPU-s in 1 MB chunks, 0.23 in 4 MB, 0.21 in 16 MB; batches are cut from them anyway.
 CHUNK_BYTES = 4 << 20
 # While copy-binary's encoder loads, the file's own records go to COPY in small chunks, so
-# that little is promised to the slower CSV path once the encoder is ready (core.warm_start).
+# that little is promised to the slower CSV path once the encoder is ready (core.load.warm_start).
 WARM_CHUNK_BYTES = 1 << 20
 MAX_RECORD_BYTES = 64 << 20  # one record longer than this means a quote that never closes
 
@@ -288,7 +288,7 @@ class CsvSource(CsvRecordParsing, Source):
     def raw_then_batches(self, parse_now: Callable[[], bool], batch_rows: int,
                          raw_bytes: int | None = None) -> Iterator[RawChunk | Batch]:
         """The file's own records in small raw chunks until `parse_now()` says otherwise, then
-        the rest parsed, in batches (see core.warm_start). A chunk COPY would read differently
+        the rest parsed, in batches (see core.load.warm_start). A chunk COPY would read differently
         (a bare quote) turns to parsing at once. The first batch's first_row counts the raw
         chunks' records, so rows are numbered as in batches()."""
         chunks = self.raw_chunks(raw_bytes or WARM_CHUNK_BYTES)

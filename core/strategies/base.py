@@ -32,7 +32,7 @@ class WriteContext:
     # The job's control connection, lent to a one-connection load so that it opens no second
     # one; open() takes it, close() hands it back idle and in autocommit without closing it.
     borrow: psycopg.Connection[Any] | None = None
-    # Warm start (core.warm_start): the file's first records go as they are while the
+    # Warm start (core.load.warm_start): the file's first records go as they are while the
     # strategy's encoder loads; copy_options then hold the file's dialect.
     warm: bool = False
 
@@ -63,7 +63,7 @@ class Strategy(ABC):
     script_only: ClassVar[bool] = False
     streams_raw_csv: ClassVar[bool] = False  # can take the CSV file's own bytes
     # Can send the CSV file's first records as they are while its encoder loads (write_raw,
-    # ready, sending_raw; core.warm_start).
+    # ready, sending_raw; core.load.warm_start).
     warms_with_raw_csv: ClassVar[bool] = False
     stream_rows: ClassVar[bool] = False  # WriteFailed.row counts from the load's start, not the batch's
     row_per_line: ClassVar[bool] = False  # its COPY stream holds one line (or tuple) per row: "line N" is row N

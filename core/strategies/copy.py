@@ -225,7 +225,7 @@ class CopyBinary(_CopyStrategy):
     same transaction; `_base` keeps the rows of the earlier statements, so an error's row
     is still counted from the start of the stream.
 
-    Warm start (`ctx.warm`, core.warm_start): the encoder (polars, pyarrow, numpy and pgpq,
+    Warm start (`ctx.warm`, core.load.warm_start): the encoder (polars, pyarrow, numpy and pgpq,
     some 0.2 s of imports) is built on a thread while the file's first records go as they
     are, in a CSV COPY statement, so the server works from the first moment.
     """

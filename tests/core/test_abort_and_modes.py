@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import BadRowError, ConfigError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
 
@@ -117,7 +117,7 @@ def test_cancel_midway_leaves_the_table_unchanged(
     strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import core.job
+    import core.load.context
     import core.sources.csv_source
     from core.cancel import CancelToken
     from core.errors import Cancelled
@@ -129,7 +129,7 @@ def test_cancel_midway_leaves_the_table_unchanged(
     conn.execute(sql.SQL("CREATE TABLE {} (n int, s text)").format(sql.Identifier(table)))
     # Small chunks and unthrottled events, so "midway" is reached deterministically.
     monkeypatch.setattr(core.sources.csv_source, "CHUNK_BYTES", 64 * 1024)
-    monkeypatch.setattr(core.job, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(core.load.context, "PROGRESS_EVERY_S", 0.0)
     token = CancelToken()
     seen: list[Progress] = []
 

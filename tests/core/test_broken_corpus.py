@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import SluiceError, SourceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.sources import csv_source
 from core.sources.base import BadRecord, rebatch_parts
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec

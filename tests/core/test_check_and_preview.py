@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 
 from core.db import Column, TableRef
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.mapping import match_by_name, unmatched
 from core.preview import first_rows, inspect_source, sample_warnings, table_size
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec

@@ -17,7 +17,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from core.db import TableRef
 from core.errors import ConnectError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import WriteContext, all_strategies
 

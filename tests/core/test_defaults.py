@@ -15,7 +15,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from core.errors import SluiceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.pgtypes import infer_pg_type
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies

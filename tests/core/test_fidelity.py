@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import ColumnMap, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
 from tests.core import tricky

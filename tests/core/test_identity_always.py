@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.job import run_load
+from core.load.job import run_load
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
 

@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import SluiceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 ROWS = 3_000
@@ -62,7 +62,7 @@ def _job(path: Path, table: str, dsn: str, *, parsed: bool, **kwargs: Any) -> Lo
     spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table), strategy="parallel-copy", batch_rows=100,
                     workers=2, dsn=dsn)
     job = LoadJob(spec, **kwargs)
-    job._no_raw = parsed  # parsed batches instead of the file's own bytes
+    job.ctx.no_raw = parsed  # parsed batches instead of the file's own bytes
     return job
 
 

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.job import LoadJob, LoadResult
+from core.load.job import LoadJob, LoadResult
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 SHAPES = {
@@ -208,7 +208,7 @@ def test_compare_lab_runs_the_script_strategies_on_a_real_dump(
     tmp_path: Path,
 ) -> None:
     """Seed 004's comparison on a pg_dump file: every script strategy and COPY, target untouched."""
-    from core.compare import CompareSpec, run_compare
+    from core.lab.compare import CompareSpec, run_compare
 
     _ref, target = pair
     path = _write(tmp_path, dumps[shape], target)

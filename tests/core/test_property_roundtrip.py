@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import ColumnMap, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
 from tests.core import tricky

@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import TooManyRejects
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import all_strategies
 

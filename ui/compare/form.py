@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.compare import CompareSpec
+from core.lab.compare import CompareSpec
 from core.spec import CommitMode, ErrorPolicy, LoadSpec
 from core.strategies.base import all_strategies
 from ui.compare.session import strategy_colour

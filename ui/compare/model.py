@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-from core.compare import CompareResult
+from core.lab.compare import CompareResult
 from ui.compare.form import swatch
 from ui.compare.session import CompareSession, rtt_text, strategy_colour
 

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.compare import CompareReport, CompareResult, describe, run_compare
+from core.lab.compare import CompareReport, CompareResult, describe, run_compare
 from core.spec import LoadSpec
 from core.strategies.base import get_strategy
 from ui import progress_bar

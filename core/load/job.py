@@ -1,63 +1,49 @@
 """A load job: source -> mapping -> strategy -> PostgreSQL, with progress and cancel.
 
-The job runs a plan (core.plan: the source opened, the target looked at, the mapping
-settled; core.auto when the strategy is `auto`) through a commit protocol:
+The job settles a plan (core.plan: the source opened, the target looked at, the mapping
+settled; core.auto when the strategy is `auto`), refuses what cannot work, and dispatches
+to a commit protocol:
 
-- core.protocols.single: `single` commit. Transactional single-connection strategies write
-  straight into the target inside one transaction; strategies that commit by themselves,
-  or several connections without two-phase commit, write into a staging table that one
-  transaction moves into the target; a new table can be loaded under a private name and
-  renamed into place;
-- core.protocols.per_batch: `per-batch` on one connection, each batch with its checkpoint;
-- core.protocols.parallel_run: chunk commits over several streams (core.protocols.target
-  says which protocol a server allows).
+- core.load.protocols.single: `single` commit. Transactional single-connection strategies
+  write straight into the target inside one transaction; strategies that commit by
+  themselves, or several connections without two-phase commit, write into a staging table
+  that one transaction moves into the target; a new table can be loaded under a private
+  name and renamed into place;
+- core.load.protocols.per_batch: `per-batch` on one connection, each batch with its checkpoint;
+- core.load.protocols.parallel_run: chunk commits over several streams (core.server says
+  which protocol a server allows);
+- core.load.protocols.script: a data script through COPY.
 
-The stages (core.stages: read, parse, map and encode ahead of sending; isolate bad rows)
-and the explanation of a refused row (core.explain) are functions of the job too. Each is
-bound below as a method, so the parts share the job's counters and progress.
+The parts share the run's counters, progress, cursor and rejects through a RunContext
+(core.load.context), which the job makes; none of them imports this module.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import psycopg
-from psycopg import sql
 
 from core import checkpoint as ck
-from core import explain, janitor, stages
+from core import janitor, server
 from core import mapping as mp
 from core.auto import AUTO, Choice, choose
 from core.batch_size import source_row_width
 from core.cancel import CancelToken
-from core.db import connect, resolve_dsn, strip_password, table_columns
-from core.diagnose import server_reason
+from core.db import connect, resolve_dsn, strip_password
 from core.errors import (
     ConfigError,
+    ParseInstead,
     UnfinishedRun,
 )
 from core.events import Phase, Progress
+from core.load.context import RunContext
+from core.load.protocols import per_batch, single
 from core.plan import Plan, plan_load
-from core.protocols import per_batch, single
-from core.protocols.common import (  # noqa: F401 - re-exported: callers import them from here
-    _connection_lost,
-    _drop,
-    _is_format_error,
-    _ParseInstead,
-    _row_values,
-    _strip_literals,
-    _user_ddl,
-    count_records,
-    raw_text_columns,
-    source_is_csv,
-)
-from core.rejects import RejectWriter
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy, all_strategies, get_strategy
@@ -81,10 +67,6 @@ class Foresight:
         return f"{head}: {self.reason}" if self.reason else head
 
 
-PROGRESS_EVERY_S = 0.1
-RETRY_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # per-batch: waits before each reconnect
-
-
 class LoadJob:
     def __init__(
         self,
@@ -97,46 +79,27 @@ class LoadJob:
         restart: bool = False,
         dry_run: bool = False,
     ) -> None:
-        # A check: the whole load in one transaction that is rolled back at the end.
-        self.dry_run = dry_run
-        self.spec = replace(spec, commit=CommitMode.SINGLE) if dry_run else spec
         self.resume = resume  # continue an unfinished per-batch run of this load
         self.restart = restart  # start again from row 1 although an earlier run is unfinished
-        self.on_progress = on_progress or (lambda _p: None)
-        self.on_log = on_log or (lambda _m: None)
-        self.cancel = cancel or CancelToken()
-        self._t0 = 0.0
-        self._last_emit = 0.0
-        self.rows_read = self.rows_loaded = self.rows_rejected = 0
-        self.bytes_read = 0
-        self.bytes_total = 0
+        # What the run's parts share; a check (dry_run) is the whole load in one transaction
+        # that is rolled back at the end, in single commit.
+        self.ctx = RunContext(replace(spec, commit=CommitMode.SINGLE) if dry_run else spec,
+                              on_progress=on_progress, on_log=on_log, cancel=cancel, dry_run=dry_run)
+        self.on_log = self.ctx.on_log
+        self.cancel = self.ctx.cancel
 
-    # -- progress -------------------------------------------------------------------
+    @property
+    def spec(self) -> LoadSpec:
+        """The spec as settled so far (auto's pick and the batch size filled in)."""
+        return self.ctx.spec
 
-    _load_t0 = 0.0
+    @spec.setter
+    def spec(self, spec: LoadSpec) -> None:
+        self.ctx.spec = spec
 
-    def _load_seconds(self) -> float:
-        return time.monotonic() - (self._load_t0 or self._t0)
-
-    def _emit(self, phase: Phase, *, force: bool = False, message: str = "") -> None:
-        now = time.monotonic()
-        if phase is Phase.LOADING and not self._load_t0:
-            self._load_t0 = now
-        if not force and now - self._last_emit < PROGRESS_EVERY_S:
-            return
-        self._last_emit = now
-        self.on_progress(
-            Progress(
-                phase,
-                self.rows_read,
-                self.rows_loaded,
-                self.rows_rejected,
-                self.bytes_read,
-                self.bytes_total,
-                now - self._t0,
-                message,
-            )
-        )
+    @property
+    def dry_run(self) -> bool:
+        return self.ctx.dry_run
 
     # -- the run ----------------------------------------------------------------------
 
@@ -158,13 +121,13 @@ class LoadJob:
         workers and transaction protocol, and why. Reads the source and the catalog; writes nothing."""
         with connect(resolve_dsn(self.spec.dsn), autocommit=True) as ctl:
             _plan, cls = self._settle(ctl)
-        if self.protocol is not None:
-            protocol = str(self.protocol.protocol.value)
+        if self.ctx.protocol is not None:
+            protocol = str(self.ctx.protocol.protocol.value)
         elif self.spec.commit is CommitMode.PER_BATCH:
             protocol = "per-batch"
         else:
             protocol = "staged" if single.staged_load(cls, self.spec.target.mode, None) else "single"
-        reasons = [r for r in (self.chosen.reason if self.chosen else "", self.reason) if r]
+        reasons = [r for r in (self.chosen.reason if self.chosen else "", self.ctx.reason) if r]
         return Foresight(cls.id, self.spec.rows_per_batch, self.spec.workers if cls.takes_workers else 1, protocol,
                          "; ".join(reasons), auto=self.chosen is not None)
 
@@ -196,41 +159,42 @@ class LoadJob:
         return cls.default_batch_rows(source_row_width(source.path, source.size, source.format))
 
     def _run_job(self) -> LoadResult:
-        self._t0 = time.monotonic()
-        self._emit(Phase.CONNECTING, force=True)
+        ctx = self.ctx
+        ctx.start()
+        ctx.emit(Phase.CONNECTING, force=True)
         dsn = resolve_dsn(self.spec.dsn)
         with connect(dsn, autocommit=True) as ctl:
             plan, cls = self._settle(ctl)
             spec = self.spec
             source = plan.source
-            self.bytes_total = source.size
+            ctx.bytes_total = source.size
             size = f" (batches of {spec.rows_per_batch:,} rows)" if cls.batch_sized and not self.chosen else ""
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}{size}")
             for cleaned in janitor.sweep(ctl):
                 self.on_log(cleaned)
             if source.format == "sql":
-                from core import script_load
+                from core.load.protocols import script as script_load
 
                 if script_load.takes_over(spec, cls.id, plan):
                     if self.dry_run:
                         raise ConfigError("a check is not available for a script that fills several tables")
-                    return script_load.ScriptLoad(self, dsn, plan).run()
+                    return script_load.ScriptLoad(ctx, dsn, plan).run()
             earlier = None if self.dry_run else self._earlier_run(ctl, plan)
             if self.spec.commit is CommitMode.PER_BATCH:
                 if cls.chunk_commits:
-                    from core.protocols import parallel_run
+                    from core.load.protocols import parallel_run
 
-                    return parallel_run.run_per_batch(self, cls, dsn, ctl, plan, earlier)
-                return self._run_per_batch(cls, dsn, ctl, plan, earlier)
+                    return parallel_run.run_per_batch(ctx, cls, dsn, ctl, plan, earlier)
+                return per_batch.run_per_batch(ctx, cls, dsn, ctl, plan, earlier)
             try:
-                return self._run(cls, dsn, ctl, plan)
-            except _ParseInstead as retry:
+                return single.run_single(ctx, cls, dsn, ctl, plan)
+            except ParseInstead as retry:
                 # COPY reads one line-ending style per file and no ragged rows; the parser
                 # takes mixed endings and names a malformed record by its line.
                 self.on_log(f"COPY refused the file's bytes ({retry}); loading through the parser instead")
-                self._no_raw = True
-                self.rows_read = self.rows_loaded = self.rows_rejected = self.bytes_read = 0
-                return self._run(cls, dsn, ctl, plan)
+                ctx.no_raw = True
+                ctx.reset_counters()
+                return single.run_single(ctx, cls, dsn, ctl, plan)
 
     def _earlier_run(self, ctl: psycopg.Connection[Any], plan: Plan) -> ck.Checkpoint | None:
         """An unfinished per-batch run of this same load: resume it, restart, or say so."""
@@ -317,98 +281,20 @@ class LoadJob:
         if self.spec.target.mode is LoadMode.UPSERT and not self.spec.target.key:
             raise ConfigError("upsert needs --key: the columns that identify a row")
 
-    protocol: Any = None  # core.protocols.target.Choice for a multi-connection strategy
-    reason = ""  # why the load takes the protocol it takes (said before the run; --json `reason`)
-
     def _choose_protocol(self, cls: type[Strategy], ctl: psycopg.Connection[Any], plan: Plan) -> None:
         if not cls.multi_connection:
             return
-        from core.protocols import target
-
-        info = getattr(self.chosen, "target", None) or target.inspect(ctl, plan.target)  # auto's, read once
-        choice = target.choose(
+        info = self.chosen.target if self.chosen is not None and self.chosen.target is not None \
+            else server.inspect(ctl, plan.target)  # auto's, read once
+        choice = server.choose(
             multi_connection=cls.multi_connection, chunk_commits=cls.chunk_commits, mode=self.spec.target.mode,
             commit=self.spec.commit, on_error=self.spec.on_error, info=info, dry_run=self.dry_run,
             branches=max(1, self.spec.workers),
         )
-        self.protocol, self.target_info = choice, info
+        self.ctx.protocol, self.ctx.target_info = choice, info
         if choice is not None:
-            self.reason = f"{cls.id}: {choice.reason}"
-            self.on_log(self.reason)
-
-    _rejects: RejectWriter | None = None
-    target_info: Any = None  # core.protocols.target.TargetInfo, for multi-connection strategies
-
-    # -- per-batch commits ------------------------------------------------------------
-
-    resumed_from = 0
-
-    def _ensure_target(self, ctl: psycopg.Connection[Any], plan: Plan, mode: LoadMode) -> bool:
-        """Create the table for mode create (True when made here), or check that it exists."""
-        ref = plan.target
-        if mode is LoadMode.CREATE:
-            if plan.exists:
-                raise ConfigError(f"table {ref.display()} already exists; choose append, truncate or upsert")
-            ddl: sql.SQL | sql.Composed = (
-                _user_ddl(self.spec.target.ddl) if self.spec.target.ddl else mp.create_table_sql(ref, plan.maps)
-            )
-            try:
-                ctl.execute(ddl)
-            except psycopg.Error as exc:
-                raise ConfigError(f"cannot create {ref.display()}: {server_reason(exc)}") from None
-            return True
-        if not plan.exists:
-            raise ConfigError(f"table {ref.display()} does not exist; use mode create to make it")
-        return False
-
-    def _target_columns(self, ctl: psycopg.Connection[Any], plan: Plan) -> tuple[list[str], dict[str, str]]:
-        """The mapped target columns, and every column's type as the table has it."""
-        ref = plan.target
-        # An existing table's columns were read once, by the plan; a new one is read as made.
-        types = dict(plan.target_types) if plan.exists else {c.name: c.type for c in table_columns(ctl, ref) or []}
-        targets = [m.target for m in mp.included(plan.maps)]
-        missing = [t for t in targets if t not in types]
-        if missing:
-            raise ConfigError(f"table {ref.display()} has no column {', '.join(map(repr, missing))}")
-        return targets, types
-
-    _raw = False  # the file's own bytes are going to COPY unparsed
-    _no_raw = False  # COPY refused them once: parse instead
-
-    _batch_first = 0
-    _stream_base = 0  # source row where the current COPY statement began
-    _last_frame: pl.DataFrame | None = None
-
-    def _rollback(self, strategy: Strategy | None) -> None:
-        if strategy is not None:
-            strategy.rollback()
-
-    # -- the parts, each in its own module (a function taking the job, bound here as a method) --
-
-    # commit protocols
-    _run = single.run  # single: one transaction, a staged move, two-phase, or create-then-rename
-    _create_private = single.create_private
-    _move = single.move
-    _move_sql = single.move_sql
-    _run_per_batch = per_batch.run_per_batch  # per-batch on one connection, with resume
-    _restore = per_batch.restore
-    _commit_batches = per_batch.commit_batches
-    _truncate_once = per_batch.truncate_once
-    _reconnect = per_batch.reconnect
-    _per_batch_error = per_batch.per_batch_error
-    # stages: read (parse, map and encode ahead), send, isolate bad rows
-    _stream_batches = stages.stream_batches
-    _read_ahead = stages.read_ahead
-    _stream_raw = stages.stream_raw
-    _send_raw = stages.send_raw
-    _stream_skipping = stages.stream_skipping
-    _write_or_isolate = stages.write_or_isolate
-    _write_row_commits = stages.write_row_commits
-    _replay = stages.replay
-    _check_arrived = stages.check_arrived
-    # a refused write turned into row, line, column, value and reason
-    _explain = explain.explain
-
+            self.ctx.reason = f"{cls.id}: {choice.reason}"
+            self.on_log(self.ctx.reason)
 
 
 def run_load(spec: LoadSpec, **kwargs: Any) -> LoadResult:

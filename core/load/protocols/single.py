@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -10,71 +9,78 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from core import janitor, warm_start
+from core import janitor
 from core import mapping as mp
-from core.db import TableRef, insert_into
+from core.db import TableRef
 from core.diagnose import server_reason
 from core.errors import (
     BadRowError,
     Cancelled,
     ConfigError,
     LoadFailed,
+    ParseInstead,
     SluiceError,
     TooManyRejects,
 )
 from core.events import Phase
-from core.plan import Plan
-from core.protocols.common import (
-    _drop,
-    _is_format_error,
-    _ParseInstead,
-    _user_ddl,
+from core.load import stages, warm_start
+from core.load.explain import explain
+from core.load.protocols import parallel_run
+from core.load.protocols.common import (
+    drop_table,
+    ensure_target,
+    is_format_error,
+    move_sql,
     raw_text_columns,
+    rollback,
     source_is_csv,
+    target_columns,
+    user_ddl,
 )
-from core.rejects import RejectWriter
+from core.load.rejects import RejectWriter
+from core.plan import Plan
 from core.result import LoadResult
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.base import Strategy, WriteContext, WriteFailed
 
 if TYPE_CHECKING:
-    from core.job import LoadJob
+    from core.load.context import RunContext
 
 
-def run(
-    job: LoadJob, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan) -> LoadResult:
-    spec, ref = job.spec, plan.target
+def run_single(
+    run: RunContext, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan) -> LoadResult:
+    spec, ref = run.spec, plan.target
     mode = spec.target.mode
     created = succeeded = False
     stage: TableRef | None = None
     private: TableRef | None = None  # create-then-rename: the new table under its private name
     strategy: Strategy | None = None
-    proto = job.protocol.protocol if job.protocol is not None else None
+    proto = run.protocol.protocol if run.protocol is not None else None
     moving = False  # the staging table's rows are being moved into the target
     # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
     bytes_fit = (
         spec.on_error is ErrorPolicy.ABORT
         and source_is_csv(plan.source)
         and mp.is_identity(plan.maps, plan.source.columns())
-        and not job._no_raw
+        and not run.no_raw
     )
     raw = cls.streams_raw_csv and bytes_fit
     warm = (cls.warms_with_raw_csv and bytes_fit and hasattr(plan.source, "raw_then_batches")
             and plan.source.size >= warm_start.WARM_MIN_BYTES)
-    job._raw = raw
+    run.raw = raw
     ahead = None
     try:
-        job._emit(Phase.PREPARING, force=True)
+        run.emit(Phase.PREPARING, force=True)
         if not raw and not warm and spec.on_error is ErrorPolicy.ABORT:
-            ahead = job._read_ahead(plan)  # parsing starts now, beside the set-up below
+            ahead = stages.read_ahead(run, plan)  # parsing starts now, beside the set-up below
         if proto is not None and proto.value == "create-then-rename":
-            private = job._create_private(ctl, plan)
-            targets, types = job._target_columns(ctl, replace(plan, target=private))
+            private = create_private(run, ctl, plan)
+            targets, types = target_columns(ctl, replace(plan, target=private))
         else:
-            created = job._ensure_target(ctl, plan, mode)
-            targets, types = job._target_columns(ctl, plan)
+            created = ensure_target(ctl, plan, mode, spec.target.ddl)
+            targets, types = target_columns(ctl, plan)
         two_phase = proto is not None and proto.value == "two-phase"
-        staged = staged_load(cls, mode, job.protocol)
+        staged = staged_load(cls, mode, run.protocol)
         write_ref = private or ref
         if staged:
             stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}", ref.schema)
@@ -85,11 +91,11 @@ def run(
             ctl.execute(
                 sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} {})").format(stage.ident(), ref.ident(), like)
             )
-            if job.target_info is not None and job.target_info.distributed:
-                from core.protocols import target as tgt
+            if run.target_info is not None and run.target_info.distributed:
+                from core import server as tgt
 
                 # Co-located with the target: the final INSERT ... SELECT runs on the workers.
-                tgt.distribute_like(ctl, stage, ref, job.target_info)
+                tgt.distribute_like(ctl, stage, ref, run.target_info)
             write_ref = stage
         ctx = WriteContext(
             dsn=dsn,
@@ -98,8 +104,8 @@ def run(
             types=[types[t] for t in targets],
             batch_rows=max(1, spec.rows_per_batch),
             workers=max(1, spec.workers),
-            cancel=job.cancel,
-            log=job.on_log,
+            cancel=run.cancel,
+            log=run.on_log,
             # One stream straight into an existing table: the control connection carries it.
             # (A table made here is dropped on failure through ctl, so it keeps its own.)
             borrow=ctl if not (created or staged or private or two_phase or cls.multi_connection) else None,
@@ -112,9 +118,7 @@ def run(
             ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
             ctx.force_not_null = raw_text_columns(plan)
         if cls.chunk_commits and spec.on_error is ErrorPolicy.SKIP:
-            from core.protocols.parallel_run import SkipStreams
-
-            strategy = SkipStreams(ctx)  # bad rows isolated chunk by chunk on every stream
+            strategy = parallel_run.SkipStreams(ctx)  # bad rows isolated chunk by chunk on every stream
         else:
             strategy = cls(ctx)
         if getattr(plan.source, "on_conflict", False) and hasattr(strategy, "on_conflict"):
@@ -125,62 +129,62 @@ def run(
         if mode is LoadMode.TRUNCATE and not staged:
             assert strategy.conn is not None
             strategy.conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
-        job._emit(Phase.LOADING, force=True)
-        job.cancel.check()
-        if raw and getattr(strategy, "feed_raw", None) is not None:
-            strategy.feed_raw(job, plan)  # type: ignore[attr-defined]  # streams read their own byte ranges
+        run.emit(Phase.LOADING, force=True)
+        run.cancel.check()
+        if raw and cls.multi_connection:
+            parallel_run.feed_byte_ranges(run, strategy, plan)  # streams read their own byte ranges
         elif raw:
-            job._stream_raw(strategy, plan)
+            stages.stream_raw(run, strategy, plan)
         elif warm:
-            warm_start.stream_warm(job, strategy, plan)
+            warm_start.stream_warm(run, strategy, plan)
         elif spec.on_error is ErrorPolicy.SKIP:
-            job._rejects = RejectWriter(spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct)
+            run.rejects = RejectWriter(spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct)
             if getattr(strategy, "feeds_itself", False):
-                strategy.feed(job, plan, job._rejects)  # type: ignore[attr-defined]
+                strategy.feed(run, plan, run.rejects)  # type: ignore[attr-defined]
             else:
-                job._stream_skipping(strategy, plan)
+                stages.stream_skipping(run, strategy, plan)
         else:
-            job._stream_batches(strategy, plan, ahead)
-        job._emit(Phase.FINISHING, force=True)
-        job.cancel.check()
+            stages.stream_batches(run, strategy, plan, ahead)
+        run.emit(Phase.FINISHING, force=True)
+        run.cancel.check()
         strategy.flush()
         if spec.on_error is ErrorPolicy.ABORT:
-            job._check_arrived(strategy)
-        if job.dry_run and not staged:
+            stages.check_arrived(run, strategy)
+        if run.dry_run and not staged:
             strategy.rollback()  # a check: nothing stays
         else:
             strategy.commit()  # a check commits only into the scratch stage, whose move is rolled back
         if staged and stage is not None:
             moving = True
-            job._move(ctl, stage, ref, targets, mode)
+            move(run, ctl, stage, ref, targets, mode)
             moving = False
-        if private is not None and not job.dry_run:
-            from core.protocols import target as tgt
+        if private is not None and not run.dry_run:
+            from core import server as tgt
 
             tgt.rename_into_place(ctl, private, ref)
             private = None  # it is the target now
     except WriteFailed as wf:
-        job._rollback(strategy)
+        rollback(strategy)
         if warm and getattr(strategy, "sending_raw", False):
             # The file's own bytes were refused (a value, or their shape): the parser names the row.
-            raise _ParseInstead(server_reason(wf.error)) from None
-        if job._raw and _is_format_error(wf.error):
-            raise _ParseInstead(server_reason(wf.error)) from None
-        raise _in_targets_names(job._explain(wf, plan, strategy), stage, private, ref) from None
+            raise ParseInstead(server_reason(wf.error)) from None
+        if run.raw and is_format_error(wf.error):
+            raise ParseInstead(server_reason(wf.error)) from None
+        raise _in_targets_names(explain(run, wf, plan, strategy), stage, private, ref) from None
     except Cancelled:
-        job._rollback(strategy)
-        job._emit(Phase.CANCELLED, force=True)
+        rollback(strategy)
+        run.emit(Phase.CANCELLED, force=True)
         raise
     except TooManyRejects:
-        job._rollback(strategy)
+        rollback(strategy)
         raise
     except psycopg.OperationalError as exc:
-        job._rollback(strategy)
+        rollback(strategy)
         raise LoadFailed(
             f"the connection failed during the load: {server_reason(exc)}; nothing was loaded"
         ) from None
     except psycopg.Error as exc:
-        job._rollback(strategy)
+        rollback(strategy)
         why = server_reason(exc)
         if moving and isinstance(exc, psycopg.errors.CardinalityViolation) and stage is not None:
             why = _repeated_key(ctl, stage, spec.target.key) or why
@@ -191,33 +195,31 @@ def run(
         error = LoadFailed(f"the server refused the load: {why}; nothing was loaded")
         raise _in_targets_names(error, stage, private, ref) from None
     except BaseException:
-        job._rollback(strategy)
+        rollback(strategy)
         raise
     else:
-        created = created and job.dry_run  # keep the table: the load succeeded (a check drops it)
+        created = created and run.dry_run  # keep the table: the load succeeded (a check drops it)
         succeeded = True
     finally:
         if ahead is not None:
             ahead.close()  # a load that failed before its batches were sent
-        if job._rejects is not None and not succeeded:
-            job._rejects.close()  # kept: it explains why the load stopped
+        if run.rejects is not None and not succeeded:
+            run.rejects.close()  # kept: it explains why the load stopped
         if strategy is not None:
             strategy.close()
         if stage is not None:
-            _drop(ctl, stage)
+            drop_table(ctl, stage)
         if private is not None:
-            _drop(ctl, private)
+            drop_table(ctl, private)
         if created:
-            _drop(ctl, ref)
-    seconds = time.monotonic() - job._t0
-    job._emit(Phase.DONE, force=True)
-    reject_file = job._rejects.discard_if_empty() if job._rejects else None
+            drop_table(ctl, ref)
+    seconds = run.seconds()
+    run.emit(Phase.DONE, force=True)
+    reject_file = run.rejects.discard_if_empty() if run.rejects else None
     if reject_file:
-        job.on_log(f"{job.rows_rejected} rejected rows written to {reject_file}")
-    return LoadResult(
-        spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, seconds, job.bytes_read, reject_file,
-        load_seconds=job._load_seconds(), reason=job.reason,
-    )
+        run.on_log(f"{run.rows_rejected} rejected rows written to {reject_file}")
+    return run.result(reject_file, seconds=seconds, reason=run.reason)
+
 
 def _repeated_key(ctl: psycopg.Connection[Any], stage: TableRef, keys: list[str]) -> str | None:
     """An upsert whose file gives one key twice: which key (ON CONFLICT DO UPDATE sets a row once)."""
@@ -267,7 +269,7 @@ def staged_load(cls: type[Strategy], mode: LoadMode, choice: Any) -> bool:
 
 
 def create_private(
-    job: LoadJob, ctl: psycopg.Connection[Any], plan: Plan) -> TableRef:
+    run: RunContext, ctl: psycopg.Connection[Any], plan: Plan) -> TableRef:
     """Create mode over N streams: the new table under a private name, renamed at the end."""
     ref = plan.target
     if plan.exists:
@@ -276,8 +278,8 @@ def create_private(
     janitor.hold(ctl, private.name)  # a janitor drops it if this process dies
     try:
         with ctl.transaction():
-            if job.spec.target.ddl:  # the edited DDL names the target: renamed before anyone sees it
-                ctl.execute(_user_ddl(job.spec.target.ddl))
+            if run.spec.target.ddl:  # the edited DDL names the target: renamed before anyone sees it
+                ctl.execute(user_ddl(run.spec.target.ddl))
                 ctl.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(ref.ident(),
                                                                           sql.Identifier(private.name)))
             else:
@@ -287,31 +289,11 @@ def create_private(
     return private
 
 def move(
-    job: LoadJob, ctl: psycopg.Connection[Any], stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode
+    run: RunContext, ctl: psycopg.Connection[Any], stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode
 ) -> None:
     with ctl.transaction():
         if mode is LoadMode.TRUNCATE:
             ctl.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
-        ctl.execute(job._move_sql(stage, ref, cols, mode))
-        if job.dry_run:
+        ctl.execute(move_sql(stage, ref, cols, mode, run.spec.target.key))
+        if run.dry_run:
             raise psycopg.Rollback()
-
-def move_sql(
-    job: LoadJob, stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode) -> sql.Composed:
-    """INSERT ... SELECT from the staging table; ON CONFLICT on the key for upsert."""
-    collist = sql.SQL(", ").join(sql.Identifier(c) for c in cols)
-    move = sql.SQL("{} SELECT {} FROM {}").format(insert_into(ref, cols), collist, stage.ident())
-    if mode is not LoadMode.UPSERT:
-        return move
-    keys = job.spec.target.key
-    rest = [c for c in cols if c not in keys]
-    action = (
-        sql.SQL("DO UPDATE SET {}").format(
-            sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in rest)
-        )
-        if rest
-        else sql.SQL("DO NOTHING")
-    )
-    return sql.SQL("{} ON CONFLICT ({}) {}").format(
-        move, sql.SQL(", ").join(sql.Identifier(k) for k in keys), action
-    )

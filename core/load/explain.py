@@ -15,20 +15,18 @@ from core.errors import (
     SluiceError,
 )
 from core.events import Phase
+from core.load.protocols.common import row_values
+from core.load.stages import replay
 from core.plan import Plan
-from core.protocols.common import (
-    _row_values,
-)
 from core.spec import CommitMode
 from core.strategies.base import Strategy, WriteFailed
 
 if TYPE_CHECKING:
-    from core.job import LoadJob
-    pass
+    from core.load.context import RunContext
 
 
 def explain(
-    job: LoadJob, wf: WriteFailed, plan: Plan, strategy: Strategy | None) -> SluiceError:
+    run: RunContext, wf: WriteFailed, plan: Plan, strategy: Strategy | None) -> SluiceError:
     ctx = strategy.ctx if strategy is not None else None
     reason = server_reason(wf.error)
     if isinstance(wf.error, psycopg.errors.LockNotAvailable) and strategy is not None and strategy.multi_connection:
@@ -39,34 +37,34 @@ def explain(
         )
     if isinstance(wf.error, psycopg.OperationalError) and not isinstance(wf.error, psycopg.errors.QueryCanceled):
         return LoadFailed(f"the connection failed during the load: {reason}; nothing was loaded")
-    if isinstance(wf.error, psycopg.errors.QueryCanceled) and job.cancel.cancelled:
-        job._emit(Phase.CANCELLED, force=True)
+    if isinstance(wf.error, psycopg.errors.QueryCanceled) and run.cancel.cancelled:
+        run.emit(Phase.CANCELLED, force=True)
         return Cancelled()
     source = plan.source
     row: int | None = None
     streamed = strategy is not None and strategy.stream_rows
     if wf.row is not None and not streamed:
-        row = job._batch_first + wf.row  # row strategies: the row in the batch
-    elif wf.row is not None and job._raw and strategy is not None and not strategy.multi_connection:
+        row = run.batch_first + wf.row  # row strategies: the row in the batch
+    elif wf.row is not None and run.raw and strategy is not None and not strategy.multi_connection:
         # The file's own bytes went to one COPY, whose "line N" counts lines of the data.
         row = source.row_at_data_line(wf.row + 1) if hasattr(source, "row_at_data_line") else None
     elif wf.row is not None and strategy is not None and strategy.row_per_line:
-        row = job._stream_base + wf.row  # one line (or tuple) per row in these streams
+        row = run.stream_base + wf.row  # one line (or tuple) per row in these streams
     # Otherwise (a CSV stream, where quoted newlines shift COPY's count, or several
     # streams at once) the row is found by replaying the source below.
     if row is None and ctx is not None:
-        if streamed and job.spec.commit is CommitMode.SINGLE:
+        if streamed and run.spec.commit is CommitMode.SINGLE:
             # One COPY spanned every batch: replay the source up to the refused row.
-            row = first_bad_row_in(ctx.dsn, ctx.table, ctx.columns, job._replay(plan))
-        elif job._last_frame is not None:
-            idx = first_bad_row(ctx.dsn, ctx.table, ctx.columns, job._last_frame.rows())
-            row = None if idx is None else job._batch_first + idx
+            row = first_bad_row_in(ctx.dsn, ctx.table, ctx.columns, replay(run, plan))
+        elif run.last_frame is not None:
+            idx = first_bad_row(ctx.dsn, ctx.table, ctx.columns, run.last_frame.rows())
+            row = None if idx is None else run.batch_first + idx
     if row is None:
         return LoadFailed(f"{source.path}: {reason}; nothing was loaded")
     line, _raw = source.locate(row)
     column, value = None, None
     if ctx is not None:
-        values = _row_values(source, row, plan.maps)
+        values = row_values(source, row, plan.maps)
         if values is not None:
             column, value = bad_column(ctx.dsn, ctx.columns, ctx.types, values, wf.error)
     return BadRowError(RowProblem(str(source.path), row, line, column, value, reason))

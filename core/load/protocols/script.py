@@ -9,13 +9,12 @@ row whose key is already there is kept and the new one dropped, as psql would; t
 dropped rows are counted.
 
 A COPY block of at least SPLIT_BYTES goes over two connections where the server has
-two-phase commit, still all or nothing (core/script_split.py). Everything else stays on
+two-phase commit, still all or nothing (core/load/protocols/script_split.py). Everything else stays on
 the first connection, in file order.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,14 +27,15 @@ from core.db import TableRef, connect, insert_into, table_columns
 from core.diagnose import server_reason
 from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem
 from core.events import Phase
-from core.script_split import BlockSplit
+from core.load.protocols.script_split import BlockSplit
 from core.sources.sql_source import CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
 from core.sources.sqlscript_chunks import Chunk, TableInfo
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 
 if TYPE_CHECKING:
-    from core.job import LoadJob, LoadResult
+    from core.load.context import RunContext
     from core.plan import Plan
+    from core.result import LoadResult
 
 _FORMATS = {
     "text": sql.SQL(""),
@@ -98,7 +98,7 @@ def _ahead(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
 
 
 @dataclass
-class _Table:
+class ScriptTable:
     info: TableInfo
     ref: TableRef
     columns: list[str]
@@ -110,7 +110,7 @@ class _Table:
 class _Stream:
     """The COPY being written, and where its records came from (for error lines)."""
 
-    table: _Table
+    table: ScriptTable
     fmt: str
     copy: Any
     cursor: Any
@@ -120,50 +120,48 @@ class _Stream:
 
 
 class ScriptLoad:
-    def __init__(self, job: LoadJob, dsn: str, plan: Plan) -> None:
+    def __init__(self, run: RunContext, dsn: str, plan: Plan) -> None:
         assert isinstance(plan.source, SqlScriptSource)
-        self.job, self.dsn, self.plan, self.source = job, dsn, plan, plan.source
-        self.spec = job.spec
-        self.tables: dict[tuple[str | None, str], _Table] = {}
+        self.ctx, self.dsn, self.plan, self.source = run, dsn, plan, plan.source
+        self.spec = run.spec
+        self.tables: dict[tuple[str | None, str], ScriptTable] = {}
         self.stream: _Stream | None = None
         self.dropped = 0
-        # Splitting a big COPY block over two branches of a two-phase commit (core/script_split.py):
-        self.split = BlockSplit(job, dsn, self.source, self._explain)
+        # Splitting a big COPY block over two branches of a two-phase commit (core/load/protocols/script_split.py):
+        self.split = BlockSplit(run, dsn, self.source, self._explain)
         self._unhooks: list[Callable[[], None]] = []
 
     def run(self) -> LoadResult:
-        from core.job import LoadResult
-
-        job, spec = self.job, self.spec
-        job._emit(Phase.PREPARING, force=True)
+        run = self.ctx
+        run.emit(Phase.PREPARING, force=True)
         conn = connect(self.dsn)
-        self._unhooks.append(job.cancel.add_hook(conn.cancel_safe))
+        self._unhooks.append(run.cancel.add_hook(conn.cancel_safe))
         try:
             self._prepare(conn)
-            job._emit(Phase.LOADING, force=True)
+            run.emit(Phase.LOADING, force=True)
             for chunk in _ahead(self.source.load_chunks()):
-                job.cancel.check()
+                run.cancel.check()
                 self.source.check_unchanged()
                 self._send(conn, chunk)
-                job.rows_read += chunk.rows
-                job.bytes_read = chunk.bytes_end
-                job._emit(Phase.LOADING)
+                run.rows_read += chunk.rows
+                run.bytes_read = chunk.bytes_end
+                run.emit(Phase.LOADING)
             self._end_stream()
-            job._emit(Phase.FINISHING, force=True)
+            run.emit(Phase.FINISHING, force=True)
             for t in self.tables.values():
                 self._move(conn, t)
             self._triggers(conn, "ENABLE")
-            job.cancel.check()
+            run.cancel.check()
             self.split.commit(conn)
         except Cancelled:
             self._rollback(conn)
-            job._emit(Phase.CANCELLED, force=True)
+            run.emit(Phase.CANCELLED, force=True)
             raise
         except psycopg.Error as exc:
             error = self._explain(exc)  # before the rollback forgets the stream
             self._rollback(conn)
-            if isinstance(exc, psycopg.errors.QueryCanceled) and job.cancel.cancelled:
-                job._emit(Phase.CANCELLED, force=True)
+            if isinstance(exc, psycopg.errors.QueryCanceled) and run.cancel.cancelled:
+                run.emit(Phase.CANCELLED, force=True)
                 raise Cancelled() from None
             raise error from None
         except BaseException:
@@ -175,14 +173,13 @@ class ScriptLoad:
             self.split.unhook()
             conn.close()
             self.split.close()
-        job._emit(Phase.DONE, force=True)
+        run.emit(Phase.DONE, force=True)
         for t in self.tables.values():
-            job.on_log(f"{t.info.target.display()} -> {t.ref.display()}: {t.info.rows:,} rows")
+            run.on_log(f"{t.info.target.display()} -> {t.ref.display()}: {t.info.rows:,} rows")
         if self.dropped:
-            job.on_log(f"{self.dropped:,} rows dropped: their key was already in the table (ON CONFLICT DO NOTHING)")
-        return LoadResult(
-            spec.strategy, job.rows_read, job.rows_loaded, 0, time.monotonic() - job._t0, job.bytes_read,
-            load_seconds=job._load_seconds(), rows_dropped=self.dropped, reason=self.split.reason,
+            run.on_log(f"{self.dropped:,} rows dropped: their key was already in the table (ON CONFLICT DO NOTHING)")
+        return run.result(
+            rows_dropped=self.dropped, reason=self.split.reason,
             tables=tuple(t.ref.display() for t in self.tables.values()) if len(self.tables) > 1 else (),
         )
 
@@ -214,7 +211,7 @@ class ScriptLoad:
                         f"table {ref.display()} has {len(cols)} columns; the script's rows have {info.width}"
                     )
                 names = [c.name for c in cols[: info.width]]
-            self.tables[info.target.key] = _Table(info, ref, names)
+            self.tables[info.target.key] = ScriptTable(info, ref, names)
         self.split.prepare(conn, self.tables, self._utf8)
         self._triggers(conn, "DISABLE")
         if self.spec.target.mode is LoadMode.TRUNCATE:
@@ -260,7 +257,7 @@ class ScriptLoad:
             s.copy.write(chunk.frame.write_csv(include_header=False))
         s.records += chunk.rows
 
-    def _copy_sql(self, t: _Table, fmt: str) -> sql.Composed:
+    def _copy_sql(self, t: ScriptTable, fmt: str) -> sql.Composed:
         dest = t.stage or t.ref
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
         return sql.SQL("COPY {} ({}) FROM STDIN").format(dest.ident(), cols) + _FORMATS[fmt]
@@ -279,7 +276,7 @@ class ScriptLoad:
         if s.table.stage is not None:
             s.table.staged += n
         else:
-            self.job.rows_loaded += n
+            self.ctx.rows_loaded += n
 
     def _triggers(self, conn: psycopg.Connection[Any], action: str) -> None:
         """pg_dump --disable-triggers: the script turns a table's triggers off while its rows load and
@@ -287,14 +284,14 @@ class ScriptLoad:
         for t in self.tables.values():
             if getattr(t.info, "disable_triggers", False):
                 if action == "DISABLE":
-                    self.job.on_log(f"the script turns off {t.ref.display()}'s triggers while its rows load "
+                    self.ctx.on_log(f"the script turns off {t.ref.display()}'s triggers while its rows load "
                                     "(pg_dump --disable-triggers): so does this load, so its foreign keys are not "
                                     "checked for them")
                 conn.execute(sql.SQL("ALTER TABLE {} {} TRIGGER ALL").format(t.ref.ident(), sql.SQL(action)))
 
     # -- the end --------------------------------------------------------------------------
 
-    def _move(self, conn: psycopg.Connection[Any], t: _Table) -> None:
+    def _move(self, conn: psycopg.Connection[Any], t: ScriptTable) -> None:
         if t.stage is None:
             return
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
@@ -303,7 +300,7 @@ class ScriptLoad:
                 insert_into(t.ref, t.columns), cols, t.stage.ident())
         )
         moved = max(cur.rowcount, 0)
-        self.job.rows_loaded += moved
+        self.ctx.rows_loaded += moved
         self.dropped += t.staged - moved
         conn.execute(sql.SQL("DROP TABLE {}").format(t.stage.ident()))
 
@@ -316,7 +313,7 @@ class ScriptLoad:
                 pass
         self.split.rollback(conn)
 
-    def _explain(self, exc: psycopg.Error, table: _Table | None = None,
+    def _explain(self, exc: psycopg.Error, table: ScriptTable | None = None,
                  locate: Callable[[int], tuple[int, int | None]] | None = None) -> Exception:
         """The error as the user should read it; a refused row with its file line.
 

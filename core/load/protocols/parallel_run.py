@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -13,13 +12,14 @@ from psycopg import sql
 from core import checkpoint as ck
 from core import mapping as mp
 from core.db import connect
-from core.errors import Cancelled, ConfigError, LoadFailed
+from core.errors import Cancelled, ConfigError, LoadFailed, ParseInstead
 from core.events import Phase
-from core.protocols import common
-from core.protocols.byte_ranges import Ranges, Reparse, byte_pieces, raw_pieces
-from core.protocols.chunked import ChunkFailed, ChunkStreams, StreamPlan, frame_of, parsed_pieces, progress
-from core.protocols.per_batch import open_book
-from core.rejects import RejectWriter
+from core.load import stages
+from core.load.protocols import common
+from core.load.protocols.chunked import ChunkFailed, ChunkStreams, StreamPlan, frame_of, parsed_pieces, progress
+from core.load.protocols.per_batch import open_book, per_batch_error
+from core.load.rejects import RejectWriter
+from core.protocols.byte_ranges import Ranges, byte_pieces, raw_pieces
 from core.sources.csv_records import EndsInQuote, first_record_end, record_cuts
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.base import Strategy, WriteContext, WriteFailed
@@ -28,8 +28,9 @@ from core.strategies.copy import csv_copy_sql
 if TYPE_CHECKING:
     import polars as pl
 
-    from core.job import LoadJob, LoadResult
+    from core.load.context import RunContext
     from core.plan import Plan
+    from core.result import LoadResult
 
 
 def _copies(cls: type[Strategy], ctx: WriteContext, raw_options: dict[str, str] | None,
@@ -44,36 +45,34 @@ def _copies(cls: type[Strategy], ctx: WriteContext, raw_options: dict[str, str] 
 
 
 def run_per_batch(
-    job: LoadJob, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan,
+    run: RunContext, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan,
     earlier: ck.Checkpoint | None,
 ) -> LoadResult:
     """Every stream commits its chunks one by one, each with its checkpoint row."""
-    from core import job as jobmod
-
-    spec, ref = job.spec, plan.target
-    mode, targets, types, key = open_book(job, ctl, plan, earlier)
+    spec, ref = run.spec, plan.target
+    mode, targets, types, key = open_book(run, ctl, plan, earlier)
     ck.ensure_chunks(ctl, ref)
     if earlier is None:
         with ctl.transaction():  # the run starts, and truncate empties the table, in one commit
             ck.start(ctl, ref, key, str(plan.source.path), ck.fingerprint(plan.source.path), cls.id)
             ck.clear_chunks(ctl, ref, key)
     else:
-        job.on_log(f"resuming: {earlier.rows_done:,} source rows are committed; loading the chunks that are missing")
-    job.resumed_from = earlier.rows_done if earlier else 0
+        run.on_log(f"resuming: {earlier.rows_done:,} source rows are committed; loading the chunks that are missing")
+    run.resumed_from = earlier.rows_done if earlier else 0
     loaded_before = earlier.rows_loaded if earlier else 0
     skip = spec.on_error is ErrorPolicy.SKIP
     ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
-                       batch_rows=max(1, spec.rows_per_batch), workers=max(1, spec.workers), cancel=job.cancel,
-                       log=job.on_log)
+                       batch_rows=max(1, spec.rows_per_batch), workers=max(1, spec.workers), cancel=run.cancel,
+                       log=run.on_log)
     raw = (cls.streams_raw_csv and not skip and common.source_is_csv(plan.source)
-           and mp.is_identity(plan.maps, plan.source.columns()) and not job._no_raw)
+           and mp.is_identity(plan.maps, plan.source.columns()) and not run.no_raw)
     raw_options = None
     if raw:
         d = plan.source.dialect  # type: ignore[attr-defined]
         raw_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
     raw_stmt, parsed_stmt, proto = _copies(cls, ctx, raw_options, common.raw_text_columns(plan))
-    span = _data_span(plan) if raw else None
-    job._emit(Phase.LOADING, force=True)
+    span = data_span(plan) if raw else None
+    run.emit(Phase.LOADING, force=True)
     while True:
         done = ck.done_chunks(ctl, ref, key)
         by_bytes = raw and span is not None and all(c.by_bytes for c in done)  # a book of rows goes on in rows
@@ -84,13 +83,13 @@ def run_per_batch(
         ranges = Ranges([(c.lo, c.hi) for c in done])
         truncate = ref if mode is LoadMode.TRUNCATE and not done else None
         splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
-                           spec.reject_limit_pct, jobmod.RETRY_BACKOFF_S, truncate, _session_options(job),
+                           spec.reject_limit_pct, run.retry_backoff_s, truncate, _session_options(run),
                            str(plan.source.path), getattr(plan.source, "quote", '"').encode(), binary=True)
-        streams = ChunkStreams(splan, ctx.workers, job.cancel, job.on_log, lambda: None)
+        streams = ChunkStreams(splan, ctx.workers, run.cancel, run.on_log, lambda: None)
         bytes_base = span[0] + sum(c.hi - c.lo for c in done) if by_bytes and span is not None else None
-        streams.on_progress = progress(job, streams, base, bytes_base)
+        streams.on_progress = progress(run, streams, base, bytes_base)
         if by_bytes and span is not None:
-            pieces = byte_pieces(_cuts(plan, span, ctx.workers, job.target_info, truncate is not None), ranges)
+            pieces = byte_pieces(byte_cuts(plan, span, ctx.workers, run.target_info, truncate is not None), ranges)
         elif raw:
             pieces = raw_pieces(plan.source, ranges, _record_counter(plan))
         else:
@@ -98,39 +97,35 @@ def run_per_batch(
         try:
             streams.run(pieces)
             plan.source.check_unchanged()
-            job.cancel.check()  # asked to stop: the committed chunks stay, --resume finishes the run
+            run.cancel.check()  # asked to stop: the committed chunks stay, --resume finishes the run
             break
-        except Reparse as why:
+        except ParseInstead as why:
             if not raw:
                 raise LoadFailed(f"the load stopped: {why}") from None
-            job.on_log(f"COPY refused the file's bytes ({why}); loading the missing chunks through the parser")
+            run.on_log(f"COPY refused the file's bytes ({why}); loading the missing chunks through the parser")
             raw = False
         except Cancelled:
-            job._emit(Phase.CANCELLED, force=True)
+            run.emit(Phase.CANCELLED, force=True)
             raise
         except ChunkFailed as cf:
-            job.rows_loaded = base[1] + streams.loaded  # committed: the chunks that went through stay
-            raise _explain(job, plan, proto, cf) from None
+            run.rows_loaded = base[1] + streams.loaded  # committed: the chunks that went through stay
+            raise _explain(run, plan, proto, cf) from None
         finally:
             streams.close()
-    job._emit(Phase.FINISHING, force=True)
+    run.emit(Phase.FINISHING, force=True)
     # A fresh connection: the one that planned the load may have been dropped meanwhile.
     with connect(dsn, autocommit=True) as fin:
-        reject_file = _write_rejects(job, plan, ck.done_chunks(fin, ref, key)) if skip else None
+        reject_file = _write_rejects(run, plan, ck.done_chunks(fin, ref, key)) if skip else None
         with fin.transaction():
             if mode is LoadMode.TRUNCATE and not ck.done_chunks(fin, ref, key):
                 fin.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))  # an empty source still empties it
             ck.finish_chunks(fin, ref, key)
         state = ck.read(fin, ref, key)
     assert state is not None
-    job.rows_read, job.rows_loaded, job.rows_rejected = state.rows_done, state.rows_loaded, state.rows_rejected
-    job.bytes_read = max(job.bytes_read, state.bytes_done)
-    job._emit(Phase.DONE, force=True)
-    return jobmod.LoadResult(
-        spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, time.monotonic() - job._t0, job.bytes_read,
-        reject_file, job.resumed_from, load_seconds=job._load_seconds(), reason=job.reason,
-        loaded_before=loaded_before,
-    )
+    run.rows_read, run.rows_loaded, run.rows_rejected = state.rows_done, state.rows_loaded, state.rows_rejected
+    run.bytes_read = max(run.bytes_read, state.bytes_done)
+    run.emit(Phase.DONE, force=True)
+    return run.result(reject_file, resumed_from=run.resumed_from, reason=run.reason, loaded_before=loaded_before)
 
 
 # Byte-range chunks: few and large, since each pays a commit (and its checkpoint row); about
@@ -154,14 +149,14 @@ RAMP_BYTES = 4 << 20
 CITUS_CACHED_CONNS = 16
 
 
-def _session_options(job: LoadJob) -> str:
-    info = job.target_info
+def _session_options(run: RunContext) -> str:
+    info = run.target_info
     if info is not None and info.distributed:
         return f"-c citus.max_cached_conns_per_worker={CITUS_CACHED_CONNS}"
     return ""
 
 
-def _data_span(plan: Plan) -> tuple[int, int] | None:
+def data_span(plan: Plan) -> tuple[int, int] | None:
     """(first data byte, file size) when streams can read the file's bytes themselves: UTF-8 as
     it is (COPY is told UTF8), LF or CRLF line ends, a one-byte quote. None: the reader's path."""
     d = getattr(plan.source, "dialect", None)
@@ -182,7 +177,7 @@ def _data_span(plan: Plan) -> tuple[int, int] | None:
     return start, size
 
 
-def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alone: bool = False) -> Iterator[int]:
+def byte_cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alone: bool = False) -> Iterator[int]:
     """Chunk boundaries, found as the streams go (see csv_records.record_cuts). A first chunk
     that commits alone (with truncate's TRUNCATE) is small: the other streams wait for it. So are
     the streams' first chunks, so that every stream starts as soon as it is connected."""
@@ -204,7 +199,7 @@ def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alon
 
 def _records(fd: int, lo: int, hi: int, quote: bytes) -> int:
     """Records in the file bytes lo .. hi - 1 (whole records), read 16 MB at a time."""
-    from core.protocols.common import count_records
+    from core.load.protocols.common import count_records
 
     cuts = list(record_cuts(fd, lo, hi, quote, 16 << 20))
     return sum(count_records(os.pread(fd, b - a, a), quote) for a, b in zip(cuts, cuts[1:]))
@@ -213,7 +208,7 @@ def _records(fd: int, lo: int, hi: int, quote: bytes) -> int:
 def _rows_of(plan: Plan, lo: int, hi: int) -> tuple[int, int]:
     """The source rows a byte range holds (a refused chunk's, to find its bad row): counted from
     the data's start, which lies before any bare quote (record_cuts stops there)."""
-    span = _data_span(plan)
+    span = data_span(plan)
     assert span is not None  # the range came from it
     quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
     fd = os.open(str(plan.source.path), os.O_RDONLY)
@@ -227,7 +222,7 @@ def _rows_of(plan: Plan, lo: int, hi: int) -> tuple[int, int]:
 def _as_rows(ctl: psycopg.Connection[Any], plan: Plan, ref: Any, key: str, done: list[ck.Chunk]) -> list[ck.Chunk]:
     """The book's byte-range chunks relabelled as the source rows they hold, for a run that goes
     on through the parser (which counts rows): records counted from the data's start."""
-    span = _data_span(plan)
+    span = data_span(plan)
     if span is None:
         raise LoadFailed("the earlier run loaded the file's bytes as they are, which this run's source options "
                          "do not allow; run again with the same options, or with --restart")
@@ -252,27 +247,51 @@ def _as_rows(ctl: psycopg.Connection[Any], plan: Plan, ref: Any, key: str, done:
     return ck.done_chunks(ctl, ref, key)
 
 
+def feed_byte_ranges(run: RunContext, strategy: Strategy, plan: Plan) -> None:
+    """`single` with parallel-copy and the file's own bytes: its streams read whole-record byte
+    ranges of the file themselves, cut here as the per-batch chunks are; the reader's path
+    (core.load.stages) when the file's bytes cannot be cut so (its encoding, line ends, quote)."""
+    span = data_span(plan)
+    feed = getattr(strategy, "feed_raw", None)
+    if span is None or feed is None:
+        stages.stream_raw(run, strategy, plan)
+        return
+    size = plan.source.size
+
+    def progress(records: int, sent: int) -> None:
+        # What the streams read and sent so far; at the end the run checks it against what the
+        # server took.
+        run.rows_read = run.rows_loaded = records
+        run.bytes_read = min(size, span[0] + sent)
+        run.emit(Phase.LOADING)
+
+    ranges = ((p.lo, p.hi) for p in byte_pieces(byte_cuts(plan, span, max(1, strategy.ctx.workers), run.target_info),
+                                                Ranges([])))
+    feed(ranges, str(plan.source.path), plan.source.dialect.quote.encode(), progress)  # type: ignore[attr-defined]
+    plan.source.check_unchanged()
+
+
 def _record_counter(plan: Plan) -> Callable[[bytes], int]:
-    from core.protocols.common import count_records
+    from core.load.protocols.common import count_records
 
     quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
     return lambda data: count_records(data, quote)
 
 
-def _write_rejects(job: LoadJob, plan: Plan, chunks: list[ck.Chunk]) -> str | None:
+def _write_rejects(run: RunContext, plan: Plan, chunks: list[ck.Chunk]) -> str | None:
     """The reject file from the committed chunks' rows, in source order (rewritten whole)."""
-    spec = job.spec
+    spec = run.spec
     writer = RejectWriter(spec.reject_file, plan.source, None, None)
     for c in chunks:
         if c.rejects:
             writer.add_lines(c.rejects, c.rows_rejected)
     path = writer.discard_if_empty()
     if path:
-        job.on_log(f"{writer.count} rejected rows written to {path}")
+        run.on_log(f"{writer.count} rejected rows written to {path}")
     return path
 
 
-def _explain(job: LoadJob, plan: Plan, proto: Strategy, cf: ChunkFailed) -> BaseException:
+def _explain(run: RunContext, plan: Plan, proto: Strategy, cf: ChunkFailed) -> BaseException:
     """A refused chunk in words: the bad row (found by bisecting the chunk's rows) and what stayed."""
     piece = cf.piece
     if piece is not None:
@@ -281,9 +300,9 @@ def _explain(job: LoadJob, plan: Plan, proto: Strategy, cf: ChunkFailed) -> Base
         if frame is None:
             lo, hi = _rows_of(plan, piece.lo, piece.hi) if piece.by_bytes else (piece.lo, piece.hi)
             frame, first = frame_of(plan.source, plan.maps, lo, hi), lo
-        job._last_frame, job._batch_first = frame, first
+        run.last_frame, run.batch_first = frame, first
     assert isinstance(cf.error, psycopg.Error)
-    return job._per_batch_error(WriteFailed(cf.error), plan, proto)  # says job.rows_loaded stay committed
+    return per_batch_error(run, WriteFailed(cf.error), plan, proto)  # says the rows loaded so far stay committed
 
 
 class SkipStreams(Strategy):
@@ -300,11 +319,11 @@ class SkipStreams(Strategy):
         self.parsed_stmt = csv_copy_sql(self)
         self._streams: ChunkStreams | None = None
 
-    def feed(self, job: LoadJob, plan: Plan, rejects: RejectWriter) -> None:
+    def feed(self, run: RunContext, plan: Plan, rejects: RejectWriter) -> None:
         splan = StreamPlan(self.ctx, None, self.parsed_stmt, plan.source, True, None, rejects.limit,
                            rejects.limit_pct, binary=True)
-        streams = self._streams = ChunkStreams(splan, self.ctx.workers, job.cancel, job.on_log, lambda: None)
-        streams.on_progress = progress(job, streams, (0, 0, 0))
+        streams = self._streams = ChunkStreams(splan, self.ctx.workers, run.cancel, run.on_log, lambda: None)
+        streams.on_progress = progress(run, streams, (0, 0, 0))
         streams.connect_all()
         try:
             streams.run(parsed_pieces(plan.source, plan.maps, self.ctx.batch_rows, True, Ranges([])))
@@ -314,7 +333,7 @@ class SkipStreams(Strategy):
             raise
         text, count = streams.reject_text()
         rejects.add_lines(text, count)
-        job.rows_read, job.rows_loaded, job.rows_rejected = streams.rows_done, streams.loaded, streams.rejected
+        run.rows_read, run.rows_loaded, run.rows_rejected = streams.rows_done, streams.loaded, streams.rejected
         plan.source.check_unchanged()
 
     def write(self, frame: pl.DataFrame) -> int:

@@ -29,7 +29,7 @@ from core import mapping as mp
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn
 from core.errors import Cancelled, ConfigError, SluiceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.plan import plan_load
 from core.spec import ColumnMap, LoadMode, LoadSpec, SourceOptions
 from core.strategies.base import get_strategy
@@ -216,7 +216,7 @@ def run_compare(
     dsn = resolve_dsn(spec.base.dsn)
     relay = None
     if spec.rtt_ms > 0:
-        from core.relay import LatencyRelay, relay_dsn, upstream_of
+        from core.lab.relay import LatencyRelay, relay_dsn, upstream_of
 
         host, port, unix = upstream_of(dsn)
         relay = LatencyRelay(upstream_host=host, upstream_port=port, upstream_unix=unix, rtt_ms=spec.rtt_ms)

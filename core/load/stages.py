@@ -16,18 +16,18 @@ import psycopg
 
 from core import mapping as mp
 from core.diagnose import server_reason
-from core.errors import LoadFailed, SourceError
+from core.errors import LoadFailed, ParseInstead, SourceError
 from core.events import Phase
+from core.load.protocols.common import count_records
+from core.load.rejects import Reject, isolate
 from core.plan import Plan
-from core.protocols.common import _ParseInstead, count_records
-from core.rejects import Reject, isolate
 from core.sources.base import Batch, RawChunk
 from core.strategies.base import Strategy, WriteFailed
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from core.job import LoadJob
+    from core.load.context import RunContext
 
 
 T = TypeVar("T")
@@ -112,43 +112,43 @@ class _Raised:
 
 
 def stream_skipping(
-    job: LoadJob, strategy: Strategy, plan: Plan) -> None:
+    run: RunContext, strategy: Strategy, plan: Plan) -> None:
     """Each batch in its own savepoint; a failed batch is bisected row by row."""
     ctx = strategy.ctx
     conn = strategy.conn
-    rejects = job._rejects
+    rejects = run.rejects
     assert rejects is not None
     if conn is not None and strategy.transactional:
         conn.execute("SELECT 1")  # open the transaction, so transaction() below makes savepoints
-    for batch in plan.source.batches_with_bad(job.spec.rows_per_batch):
-        job.cancel.check()
+    for batch in plan.source.batches_with_bad(run.spec.rows_per_batch):
+        run.cancel.check()
         plan.source.check_unchanged()
         # Malformed records (ragged, undecodable, ...) come before the batch's rows.
         for record in batch.bad:
             rejects.add_bad(record)
-        job.rows_read += len(batch.bad)
-        job.rows_rejected += len(batch.bad)
+        run.rows_read += len(batch.bad)
+        run.rows_rejected += len(batch.bad)
         if batch.frame.height:
             mapped = mp.apply(batch.frame, plan.maps)
-            job._batch_first, job._last_frame = batch.first_row, mapped
+            run.batch_first, run.last_frame = batch.first_row, mapped
             if hasattr(strategy, "lines"):
                 strategy.lines = batch.lines
-            job.rows_read += batch.frame.height
+            run.rows_read += batch.frame.height
             if conn is not None and strategy.transactional:
-                loaded, bad = job._write_or_isolate(strategy, conn, mapped, batch.first_row)
+                loaded, bad = write_or_isolate(strategy, conn, mapped, batch.first_row)
             else:
-                loaded, bad = job._write_row_commits(strategy, mapped, batch.first_row)
-            job.rows_loaded += loaded
+                loaded, bad = write_row_commits(strategy, mapped, batch.first_row)
+            run.rows_loaded += loaded
             for r in bad:
                 rejects.add(r, ctx.dsn, ctx.columns, ctx.types, mapped.row(r.row - batch.first_row))
-            job.rows_rejected += len(bad)
-        rejects.check_limit(job.rows_read)
-        job.bytes_read = batch.bytes_read
-        job._emit(Phase.LOADING)
+            run.rows_rejected += len(bad)
+        rejects.check_limit(run.rows_read)
+        run.bytes_read = batch.bytes_read
+        run.emit(Phase.LOADING)
     plan.source.check_unchanged()
 
 def write_or_isolate(
-    job: LoadJob, strategy: Strategy, conn: psycopg.Connection[Any], mapped: pl.DataFrame, first_row: int
+    strategy: Strategy, conn: psycopg.Connection[Any], mapped: pl.DataFrame, first_row: int
 ) -> tuple[int, list[Reject]]:
     try:
         with conn.transaction():
@@ -167,7 +167,7 @@ def write_or_isolate(
     return isolate(conn, strategy.ctx.table, strategy.ctx.columns, mapped.rows(), first_row)
 
 def write_row_commits(
-    job: LoadJob, strategy: Strategy, mapped: pl.DataFrame, first_row: int
+    strategy: Strategy, mapped: pl.DataFrame, first_row: int
 ) -> tuple[int, list[Reject]]:
     """Strategies that commit every row: skip the refused row and go on after it."""
     loaded, bad, start = 0, [], 0
@@ -183,15 +183,15 @@ def write_row_commits(
     return loaded, bad
 
 def replay(
-    job: LoadJob, plan: Plan) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
+    run: RunContext, plan: Plan) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
     try:
-        for batch in plan.source.batches(max(1, job.spec.rows_per_batch)):
-            job.cancel.check()
+        for batch in plan.source.batches(max(1, run.spec.rows_per_batch)):
+            run.cancel.check()
             yield batch.first_row, mp.apply(batch.frame, plan.maps).rows()
     except SourceError:
         return
 
-def read_ahead(job: LoadJob, plan: Plan) -> Prefetch[Batch]:
+def read_ahead(run: RunContext, plan: Plan) -> Prefetch[Batch]:
     """The source's batches, parsed from now on: the reader starts while the strategy still
     opens (pyarrow's and numpy's imports, its COPY), so the server's first batch comes sooner."""
     import polars
@@ -199,11 +199,11 @@ def read_ahead(job: LoadJob, plan: Plan) -> Prefetch[Batch]:
     # The CLI defers polars' import to its first use (app/lazy_imports.py), which must not
     # happen on two threads at once: the reader's and this one's. Load it here, first.
     polars.DataFrame  # noqa: B018 - the attribute access is what loads it
-    return Prefetch(plan.source.batches(job.spec.rows_per_batch)).start()
+    return Prefetch(plan.source.batches(run.spec.rows_per_batch)).start()
 
 
 def stream_batches(
-    job: LoadJob, strategy: Strategy, plan: Plan, ahead: Prefetch[Batch] | None = None) -> None:
+    run: RunContext, strategy: Strategy, plan: Plan, ahead: Prefetch[Batch] | None = None) -> None:
     maps = plan.maps
     prepare = strategy.prepare
 
@@ -215,55 +215,55 @@ def stream_batches(
     # Three stages at once: a reader thread parses the next batches, an encoder thread maps
     # and encodes the ones before, and this thread sends (polars, pgpq's buffers and socket
     # writes release the GIL, so each stage takes a core when the server leaves one).
-    with ahead or Prefetch(plan.source.batches(job.spec.rows_per_batch)) as parsed, \
+    with ahead or Prefetch(plan.source.batches(run.spec.rows_per_batch)) as parsed, \
             Prefetch(encode(iter(parsed)), name="sluice-encoder") as batches:
         for batch, mapped, prepared in batches:
-            job.cancel.check()
+            run.cancel.check()
             plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself
-            send_prepared(job, strategy, batch, mapped, prepared)
+            send_prepared(run, strategy, batch, mapped, prepared)
     plan.source.check_unchanged()
 
 
-def send_prepared(job: LoadJob, strategy: Strategy, batch: Batch, mapped: pl.DataFrame, prepared: object) -> None:
-    """Send one mapped and encoded batch, and count it (also core.warm_start's parsed part)."""
-    job._batch_first, job._last_frame = batch.first_row, mapped
+def send_prepared(run: RunContext, strategy: Strategy, batch: Batch, mapped: pl.DataFrame, prepared: object) -> None:
+    """Send one mapped and encoded batch, and count it (also core.load.warm_start's parsed part)."""
+    run.batch_first, run.last_frame = batch.first_row, mapped
     if hasattr(strategy, "lines"):
         strategy.lines = batch.lines
-    job.rows_read += batch.frame.height
-    job.rows_loaded += strategy.write_prepared(prepared, mapped)
-    job.bytes_read = batch.bytes_read
-    job._emit(Phase.LOADING)
+    run.rows_read += batch.frame.height
+    run.rows_loaded += strategy.write_prepared(prepared, mapped)
+    run.bytes_read = batch.bytes_read
+    run.emit(Phase.LOADING)
 
 def stream_raw(
-    job: LoadJob, strategy: Strategy, plan: Plan) -> None:
+    run: RunContext, strategy: Strategy, plan: Plan) -> None:
     with Prefetch(plan.source.raw_chunks()) as chunks:  # type: ignore[attr-defined]
-        job._send_raw(strategy, plan, chunks)
+        send_raw(run, strategy, plan, chunks)
     plan.source.check_unchanged()
 
 def send_raw(
-    job: LoadJob, strategy: Strategy, plan: Plan, chunks: Iterable[RawChunk]) -> None:
+    run: RunContext, strategy: Strategy, plan: Plan, chunks: Iterable[RawChunk]) -> None:
     write_raw = strategy.write_raw  # type: ignore[attr-defined]
     for chunk in chunks:
-        job.cancel.check()
+        run.cancel.check()
         plan.source.check_unchanged()
         if chunk.odd:
             # COPY would let that quote open a quoted value; the parser keeps it as written.
-            raise _ParseInstead("a quote inside an unquoted field, which COPY would read differently")
+            raise ParseInstead("a quote inside an unquoted field, which COPY would read differently")
         write_raw(chunk.data)
-        job.rows_read += count_records(chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
-        job.rows_loaded = job.rows_read
-        job.bytes_read = chunk.bytes_read
-        job._emit(Phase.LOADING)
+        run.rows_read += count_records(chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
+        run.rows_loaded = run.rows_read
+        run.bytes_read = chunk.bytes_read
+        run.emit(Phase.LOADING)
 
 def check_arrived(
-    job: LoadJob, strategy: Strategy) -> None:
+    run: RunContext, strategy: Strategy) -> None:
     """Before committing: the server took every row sent, or the load is rolled back.
 
     A stream that lost a chunk (a worker gone, a COPY ended early) would otherwise commit
     fewer rows than the source holds, and say it loaded them all.
     """
     took = getattr(strategy, "rows_written", None)
-    if isinstance(took, int) and took != job.rows_loaded:
+    if isinstance(took, int) and took != run.rows_loaded:
         raise LoadFailed(
-            f"{job.rows_loaded:,} rows were sent but the server took {took:,}; rolled back, nothing was loaded"
+            f"{run.rows_loaded:,} rows were sent but the server took {took:,}; rolled back, nothing was loaded"
         )

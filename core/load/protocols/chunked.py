@@ -35,19 +35,27 @@ from core import mapping as mp
 from core.cancel import CancelToken
 from core.db import TableRef, connect
 from core.diagnose import server_reason
-from core.errors import Cancelled, ConnectError, LoadFailed, ResumableStop, SluiceError, TooManyRejects
+from core.errors import (
+    Cancelled,
+    ConnectError,
+    LoadFailed,
+    ParseInstead,
+    ResumableStop,
+    SluiceError,
+    TooManyRejects,
+)
 from core.events import Phase
-from core.protocols.byte_ranges import Piece, Ranges, Reparse, read_records
-from core.protocols.common import count_records
-from core.rejects import bad_record_fields, isolate, reject_fields
+from core.load.protocols.common import count_records
+from core.load.rejects import bad_record_fields, isolate, reject_fields
+from core.load.stages import Prefetch
+from core.protocols.byte_ranges import Piece, Ranges, read_records
 from core.sources.base import Source
-from core.stages import Prefetch
 from core.strategies.base import WriteContext
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from core.job import LoadJob
+    from core.load.context import RunContext
     from core.strategies.binary_frames import BinaryFrames
 
 _STOP = object()
@@ -372,11 +380,11 @@ class ChunkStreams:
         error, piece = self.error
         if self.cancel.cancelled or isinstance(error, psycopg.errors.QueryCanceled):
             raise Cancelled() from None
-        if isinstance(error, Reparse):  # the reader's: the file's bytes cannot go as they are
+        if isinstance(error, ParseInstead):  # the reader's: the file's bytes cannot go as they are
             raise error
         if isinstance(error, psycopg.errors.BadCopyFileFormat) and piece is not None and (
                 piece.data is not None or piece.by_bytes):
-            raise Reparse(server_reason(error))
+            raise ParseInstead(server_reason(error))
         if isinstance(error, psycopg.Error):
             raise ChunkFailed(error, piece)
         if isinstance(error, SluiceError):
@@ -435,17 +443,17 @@ def frame_of(source: Source, maps: list[Any], lo: int, hi: int) -> pl.DataFrame 
     return None
 
 
-def progress(job: LoadJob, streams: ChunkStreams, base: tuple[int, int, int],
+def progress(run: RunContext, streams: ChunkStreams, base: tuple[int, int, int],
              bytes_base: int | None = None) -> Callable[[], None]:
-    """The job's counters from the streams'; with `bytes_base` (the bytes an earlier run committed
+    """The run's counters from the streams'; with `bytes_base` (the bytes an earlier run committed
     and the header), bytes sent move the progress on between large chunks' commits."""
     def emit() -> None:
-        job.rows_read = base[0] + streams.rows_done
-        job.rows_loaded = base[1] + streams.loaded
-        job.rows_rejected = base[2] + streams.rejected
+        run.rows_read = base[0] + streams.rows_done
+        run.rows_loaded = base[1] + streams.loaded
+        run.rows_rejected = base[2] + streams.rejected
         sent = bytes_base + streams.bytes_sent if bytes_base is not None else 0
-        sent = min(sent, job.bytes_total) if job.bytes_total else sent  # a retried chunk is sent twice
-        job.bytes_read = max(job.bytes_read, streams.bytes_end if bytes_base is None else 0, sent)
-        job._emit(Phase.LOADING)
+        sent = min(sent, run.bytes_total) if run.bytes_total else sent  # a retried chunk is sent twice
+        run.bytes_read = max(run.bytes_read, streams.bytes_end if bytes_base is None else 0, sent)
+        run.emit(Phase.LOADING)
 
     return emit

@@ -1,9 +1,9 @@
-"""A big COPY block of a data script over two branches of a two-phase commit (core/script_load.py).
+"""A big COPY block of a data script over two branches of a two-phase commit (core/load/protocols/script.py).
 
 A COPY block of at least SPLIT_BYTES goes over two connections where the server has
 two-phase commit: each streams its own rows of the block with its own COPY (so the server
 parses the block on two cores), both branches of one two-phase transaction
-(core/protocols/two_phase.py), still all or nothing. Everything else stays on the first
+(core/two_phase.py), still all or nothing. Everything else stays on the first
 connection, in file order: ScriptLoad sends it and owns a BlockSplit, which decides the
 tables whose blocks may be split, sends such a block, and ends the transaction (the group's
 branches, or the first connection alone).
@@ -24,17 +24,17 @@ from core.db import connect
 from core.diagnose import server_reason
 from core.errors import Cancelled, LoadFailed
 from core.events import Phase
-from core.protocols.two_phase import LOCK_TIMEOUT, LOCK_WAIT, TwoPhaseGroup
 from core.sources.sql_source import CACHE_LIMIT, CopyChunk, SqlScriptSource
 from core.sources.sqlscript_chunks import Chunk
 from core.spec import CommitMode, ErrorPolicy, LoadMode
+from core.two_phase import LOCK_TIMEOUT, LOCK_WAIT, TwoPhaseGroup
 
 if TYPE_CHECKING:
-    from core.job import LoadJob
-    from core.script_load import _Table
+    from core.load.context import RunContext
+    from core.load.protocols.script import ScriptTable
 
     Locate = Callable[[int], tuple[int, int | None]]
-    Explain = Callable[[psycopg.Error, _Table, Locate], Exception]
+    Explain = Callable[[psycopg.Error, ScriptTable, Locate], Exception]
 
 SPLIT_BYTES = 8 << 20
 """A COPY block this big or bigger is cut in two and sent over two branches of a two-phase commit
@@ -101,8 +101,8 @@ class _Branch:
 class BlockSplit:
     """The split of a script's big COPY blocks, for one ScriptLoad; `explain` is its error reader."""
 
-    def __init__(self, job: LoadJob, dsn: str, source: SqlScriptSource, explain: Explain) -> None:
-        self.job, self.dsn, self.source, self.explain = job, dsn, source, explain
+    def __init__(self, run: RunContext, dsn: str, source: SqlScriptSource, explain: Explain) -> None:
+        self.ctx, self.dsn, self.source, self.explain = run, dsn, source, explain
         self.splittable: set[tuple[str | None, str]] = set()  # tables whose big blocks may be split
         self.group: TwoPhaseGroup | None = None
         self.other: psycopg.Connection[Any] | None = None  # branch 1, opened at the first split
@@ -112,7 +112,7 @@ class BlockSplit:
 
     # -- set-up -------------------------------------------------------------------------
 
-    def prepare(self, conn: psycopg.Connection[Any], tables: dict[tuple[str | None, str], _Table],
+    def prepare(self, conn: psycopg.Connection[Any], tables: dict[tuple[str | None, str], ScriptTable],
                 utf8: bool) -> None:
         """Decide the splittable tables on the control connection `conn` (before anything is
         written), which joins the two-phase group when there is any."""
@@ -122,7 +122,7 @@ class BlockSplit:
             self.group = TwoPhaseGroup(self.dsn, next(iter(tables.values())).ref.schema, 2)
             self.group.join(conn)
 
-    def _splittable(self, conn: psycopg.Connection[Any], tables: dict[tuple[str | None, str], _Table],
+    def _splittable(self, conn: psycopg.Connection[Any], tables: dict[tuple[str | None, str], ScriptTable],
                     utf8: bool) -> set[tuple[str | None, str]]:
         """The tables whose COPY blocks of SPLIT_BYTES or more may go over two branches.
 
@@ -134,9 +134,9 @@ class BlockSplit:
         or one that a table of this script references (its checks would not see the other
         branch's rows).
         """
-        from core.protocols.target import inspect
+        from core.server import inspect
 
-        spec, source = self.job.spec, self.source
+        spec, source = self.ctx.spec, self.source
         if (spec.commit is not CommitMode.SINGLE or spec.on_error is not ErrorPolicy.ABORT
                 or spec.target.mode is not LoadMode.APPEND or source.on_conflict or not utf8):
             return set()
@@ -172,14 +172,14 @@ class BlockSplit:
         return (isinstance(chunk, CopyChunk) and chunk.length >= SPLIT_BYTES
                 and chunk.target.key in self.splittable)
 
-    def send(self, conn: psycopg.Connection[Any], t: _Table, chunk: CopyChunk, stmt: sql.Composed,
+    def send(self, conn: psycopg.Connection[Any], t: ScriptTable, chunk: CopyChunk, stmt: sql.Composed,
              end_stream: Callable[[], None]) -> bool:
         """The block sent over both branches at once, branch 1 on a thread; False: no row to cut at.
 
         `stmt` is the block's COPY; `end_stream` ends the first connection's COPY under way
         (called only once the block is known to be split).
         """
-        job, path = self.job, str(self.source.path)
+        run, path = self.ctx, str(self.source.path)
         end = chunk.offset + chunk.length
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             at = mm.find(b"\n", chunk.offset + chunk.length // 2, end)
@@ -188,15 +188,15 @@ class BlockSplit:
             end_stream()
             pieces = _Pieces(mm, chunk.offset, at + 1, end, PIECE_BYTES)
             mine, theirs = _Branch(0, conn), _Branch(1, self.other)
-            rows0, bytes0 = job.rows_read, job.bytes_read
+            rows0, bytes0 = run.rows_read, run.bytes_read
 
             def progress(check: bool = True) -> None:
                 if check:
-                    job.cancel.check()
+                    run.cancel.check()
                 sent = mine.sent + theirs.sent
-                job.rows_read = rows0 + chunk.rows * sent // max(1, chunk.length)  # exact once both have ended
-                job.bytes_read = max(bytes0, chunk.offset + sent)
-                job._emit(Phase.LOADING)
+                run.rows_read = rows0 + chunk.rows * sent // max(1, chunk.length)  # exact once both have ended
+                run.bytes_read = max(bytes0, chunk.offset + sent)
+                run.emit(Phase.LOADING)
 
             worker = threading.Thread(target=self._branch, args=(stmt, pieces, theirs), name="sluice-script-half",
                                       daemon=True)
@@ -215,15 +215,15 @@ class BlockSplit:
                     worker.join(0.1)
                     if mine.error is None and theirs.error is None:
                         progress(check=False)  # Cancel: the hooks cancel both connections
-        job.rows_read = rows0  # the caller adds the block's rows
+        run.rows_read = rows0  # the caller adds the block's rows
         if mine.error is not None or theirs.error is not None:
             raise self._split_error(t, chunk, mine, theirs)
         conn.execute("SET LOCAL lock_timeout TO DEFAULT")
-        job.rows_loaded += mine.rows + theirs.rows
+        run.rows_loaded += mine.rows + theirs.rows
         what = (f"{t.ref.display()}: its COPY block of {chunk.length / 1e6:.0f} MB went over two branches of a "
                 "two-phase commit (two connections, one transaction)")
         self.splits.append(what)
-        job.on_log(what)
+        run.on_log(what)
         return True
 
     def _branch(self, stmt: sql.Composed, pieces: _Pieces, b: _Branch,
@@ -253,15 +253,15 @@ class BlockSplit:
 
         other = connect(self.dsn, options=LOCK_TIMEOUT)
         self.other = other  # closed by close() whatever happens next
-        self._unhooks.append(self.job.cancel.add_hook(other.cancel_safe))
-        if self.job.cancel.cancelled:
+        self._unhooks.append(self.ctx.cancel.add_hook(other.cancel_safe))
+        if self.ctx.cancel.cancelled:
             raise Cancelled()  # cancelled before the hook was there to cancel it
         assert self.group is not None
         self.group.join(other)
         return other
 
-    def _split_error(self, t: _Table, chunk: CopyChunk, mine: _Branch, theirs: _Branch) -> BaseException:
-        if self.job.cancel.cancelled:
+    def _split_error(self, t: ScriptTable, chunk: CopyChunk, mine: _Branch, theirs: _Branch) -> BaseException:
+        if self.ctx.cancel.cancelled:
             return Cancelled()
         # Branch 0's own error first (it may only have stopped because branch 1 failed).
         b = mine if mine.error is not None and not isinstance(mine.error, _Halted) else theirs

@@ -10,8 +10,8 @@ value reaches the table as PostgreSQL's own CSV input or as the exactly typed bi
 which the fidelity tests hold to be the same.
 
 Only for files of WARM_MIN_BYTES or more. A refusal inside the raw part is reported by
-running the load again through the parser (core.protocols.single turns it into
-_ParseInstead), which names the row exactly; one after the switch is named by its row, the
+running the load again through the parser (core.load.protocols.single turns it into
+ParseInstead), which names the row exactly; one after the switch is named by its row, the
 raw part's records counted.
 """
 
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from core import mapping as mp
 from core.events import Phase
+from core.load.stages import Prefetch, send_prepared
 from core.sources.base import Batch, RawChunk
-from core.stages import Prefetch, send_prepared
 
 if TYPE_CHECKING:
-    from core.job import LoadJob
+    from core.load.context import RunContext
     from core.plan import Plan
     from core.strategies.base import Strategy
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 WARM_MIN_BYTES = 32 << 20
 
 
-def stream_warm(job: LoadJob, strategy: Strategy, plan: Plan) -> None:
+def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
     source: Any = plan.source
     ready = strategy.ready  # type: ignore[attr-defined]
     maps, prepare = plan.maps, strategy.prepare
@@ -51,22 +51,22 @@ def stream_warm(job: LoadJob, strategy: Strategy, plan: Plan) -> None:
 
     # Queues of one: the reader decides raw or parsed as it reads a chunk, so each chunk
     # queued ahead is one more promised to the slower CSV path once the encoder is ready.
-    with Prefetch(source.raw_then_batches(ready.is_set, job.spec.rows_per_batch), depth=1) as items, \
+    with Prefetch(source.raw_then_batches(ready.is_set, run.spec.rows_per_batch), depth=1) as items, \
             Prefetch(encode(iter(items)), depth=1, name="sluice-encoder") as encoded:
         for item, mapped, prepared in encoded:
-            job.cancel.check()
+            run.cancel.check()
             source.check_unchanged()
             if isinstance(item, RawChunk):
                 assert isinstance(prepared, int)
                 strategy.write_raw(item.data, prepared)  # type: ignore[attr-defined]
-                job.rows_read += prepared
-                job.rows_loaded += prepared
+                run.rows_read += prepared
+                run.rows_loaded += prepared
                 warm_rows += prepared
-                job.bytes_read = item.bytes_read
-                job._emit(Phase.LOADING)
+                run.bytes_read = item.bytes_read
+                run.emit(Phase.LOADING)
             else:
-                send_prepared(job, strategy, item, mapped, prepared)
+                send_prepared(run, strategy, item, mapped, prepared)
     source.check_unchanged()
     if warm_rows:
-        job.on_log(f"copy-binary: the first {warm_rows:,} rows went as the file's own CSV while the binary "
+        run.on_log(f"copy-binary: the first {warm_rows:,} rows went as the file's own CSV while the binary "
                    "encoder loaded (warm start)")

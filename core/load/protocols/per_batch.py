@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -21,21 +20,21 @@ from core.errors import (
     ResumableStop,
 )
 from core.events import Phase
+from core.load.explain import explain
+from core.load.protocols.common import connection_lost, ensure_target, move_sql, target_columns
+from core.load.rejects import RejectWriter
+from core.load.stages import write_or_isolate
 from core.plan import Plan
-from core.protocols.common import (
-    _connection_lost,
-)
-from core.rejects import RejectWriter
 from core.result import LoadResult
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.base import Strategy, WriteContext, WriteFailed
 
 if TYPE_CHECKING:
-    from core.job import LoadJob
+    from core.load.context import RunContext
 
 
 def open_book(
-    job: LoadJob, ctl: psycopg.Connection[Any], plan: Plan, earlier: ck.Checkpoint | None
+    run: RunContext, ctl: psycopg.Connection[Any], plan: Plan, earlier: ck.Checkpoint | None
 ) -> tuple[LoadMode, list[str], dict[str, str], str]:
     """What every committing-as-it-goes run does first: the target made (kept even if the run
     fails, since its commits stay), its columns read, and the checkpoint book ready.
@@ -43,47 +42,48 @@ def open_book(
     Returns the mode to load in (an earlier run already created the table), the target
     columns, their types and the load's checkpoint key.
     """
-    mode = job.spec.target.mode
+    mode = run.spec.target.mode
     if earlier is not None and mode is LoadMode.CREATE:
         mode = LoadMode.APPEND  # the earlier run made the table
-    job._emit(Phase.PREPARING, force=True)
-    job._ensure_target(ctl, plan, mode)
-    targets, types = job._target_columns(ctl, plan)
+    run.emit(Phase.PREPARING, force=True)
+    ensure_target(ctl, plan, mode, run.spec.target.ddl)
+    targets, types = target_columns(ctl, plan)
     key = ck.load_key(plan.source.path, plan.target)
     ck.ensure_book(ctl, plan.target)
     return mode, targets, types, key
 
 
 def run_per_batch(
-    job: LoadJob, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan, earlier: ck.Checkpoint | None
+    run: RunContext, cls: type[Strategy], dsn: str, ctl: psycopg.Connection[Any], plan: Plan,
+    earlier: ck.Checkpoint | None,
 ) -> LoadResult:
     """Commit every batch with its checkpoint; reconnect and go on when the connection drops."""
-    spec, ref = job.spec, plan.target
-    mode, targets, types, key = open_book(job, ctl, plan, earlier)
+    spec, ref = run.spec, plan.target
+    mode, targets, types, key = open_book(run, ctl, plan, earlier)
     if earlier is None:
         ck.start(ctl, ref, key, str(plan.source.path), ck.fingerprint(plan.source.path), cls.id)
     else:
-        job.on_log(f"resuming after {earlier.rows_done:,} committed source rows")
+        run.on_log(f"resuming after {earlier.rows_done:,} committed source rows")
     state = earlier or ck.read(ctl, ref, key)
     assert state is not None
-    job.resumed_from = earlier.rows_done if earlier else 0
+    run.resumed_from = earlier.rows_done if earlier else 0
     loaded_before = earlier.rows_loaded if earlier else 0
     # Upsert goes through a temporary table that each commit empties.
     stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}") if mode is LoadMode.UPSERT else None
     ctx = WriteContext(
         dsn=dsn, table=stage or ref, columns=targets, types=[types[t] for t in targets],
-        batch_rows=max(1, spec.rows_per_batch), workers=1, cancel=job.cancel, log=job.on_log,
+        batch_rows=max(1, spec.rows_per_batch), workers=1, cancel=run.cancel, log=run.on_log,
     )
     if spec.on_error is ErrorPolicy.SKIP:
-        job._rejects = RejectWriter(
+        run.rejects = RejectWriter(
             spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct,
             resume_at=(state.reject_bytes, state.rows_rejected) if earlier else None,
         )
-        job._rejects.outcome = "the batch was rolled back; earlier batches stay committed (--resume continues)"
+        run.rejects.outcome = "the batch was rolled back; earlier batches stay committed (--resume continues)"
     attempt = 0
     try:
         while True:
-            job._restore(state)
+            restore(run, state)
             strategy = cls(ctx)
             try:
                 strategy.open()
@@ -94,66 +94,64 @@ def run_per_batch(
                             stage.ident(), ref.ident())
                     )
                     strategy.conn.commit()
-                job._emit(Phase.LOADING, force=True)
-                job._commit_batches(strategy, plan, key, mode, stage, targets)
-                job._emit(Phase.FINISHING, force=True)
-                job._truncate_once(strategy.conn, ref, mode)  # an empty source still empties the table
+                run.emit(Phase.LOADING, force=True)
+                commit_batches(run, strategy, plan, key, mode, stage, targets)
+                run.emit(Phase.FINISHING, force=True)
+                truncate_once(run, strategy.conn, ref, mode)  # an empty source still empties the table
                 ck.finish(strategy.conn, ref, key)
                 strategy.conn.commit()
                 break
             except (WriteFailed, psycopg.OperationalError, ConnectError) as exc:
                 error = exc.error if isinstance(exc, WriteFailed) else exc
-                if job.cancel.cancelled or not _connection_lost(error):
+                if run.cancel.cancelled or not connection_lost(error):
                     strategy.rollback()
-                    raise job._per_batch_error(exc, plan, strategy) from None
-                if job.rows_read > state.rows_done:
+                    raise per_batch_error(run, exc, plan, strategy) from None
+                if run.rows_read > state.rows_done:
                     attempt = 0  # batches went through since the last failure
-                state, attempt = job._reconnect(dsn, ref, key, error, attempt)
+                state, attempt = reconnect(run, dsn, ref, key, error, attempt)
             except (psycopg.Error, ck.CheckpointMoved) as exc:
                 strategy.rollback()
-                raise job._per_batch_error(exc, plan, strategy) from None
+                raise per_batch_error(run, exc, plan, strategy) from None
             except BaseException:
                 strategy.rollback()
                 raise
             finally:
                 strategy.close()
     except Cancelled:
-        job._emit(Phase.CANCELLED, force=True)
+        run.emit(Phase.CANCELLED, force=True)
         raise
     finally:
-        if job._rejects is not None:
-            job._rejects.close()
-    job._emit(Phase.DONE, force=True)
-    reject_file = job._rejects.discard_if_empty() if job._rejects else None
-    return LoadResult(
-        spec.strategy, job.rows_read, job.rows_loaded, job.rows_rejected, time.monotonic() - job._t0,
-        job.bytes_read, reject_file, job.resumed_from, load_seconds=job._load_seconds(), loaded_before=loaded_before,
-    )
+        if run.rejects is not None:
+            run.rejects.close()
+    run.emit(Phase.DONE, force=True)
+    reject_file = run.rejects.discard_if_empty() if run.rejects else None
+    return run.result(reject_file, resumed_from=run.resumed_from, loaded_before=loaded_before)
 
 def restore(
-    job: LoadJob, state: ck.Checkpoint) -> None:
+    run: RunContext, state: ck.Checkpoint) -> None:
     """Counters and the reject file back to what the last commit recorded."""
-    job.rows_read, job.rows_loaded, job.rows_rejected = state.rows_done, state.rows_loaded, state.rows_rejected
-    job.bytes_read = state.bytes_done
-    if job._rejects is not None:
-        job._rejects.rewind(state.reject_bytes, state.rows_rejected)
+    run.rows_read, run.rows_loaded, run.rows_rejected = state.rows_done, state.rows_loaded, state.rows_rejected
+    run.bytes_read = state.bytes_done
+    if run.rejects is not None:
+        run.rejects.rewind(state.reject_bytes, state.rows_rejected)
 
 def commit_batches(
-    job: LoadJob, strategy: Strategy, plan: Plan, key: str, mode: LoadMode, stage: TableRef | None, targets: list[str]
+    run: RunContext, strategy: Strategy, plan: Plan, key: str, mode: LoadMode, stage: TableRef | None,
+    targets: list[str],
 ) -> None:
     conn = strategy.conn
     assert conn is not None
-    ref, rejects = plan.target, job._rejects
+    ref, rejects = plan.target, run.rejects
     batches = plan.source.batches_with_bad if rejects is not None else plan.source.batches
-    for batch in batches(job.spec.rows_per_batch, skip_rows=job.rows_read):
-        job.cancel.check()
+    for batch in batches(run.spec.rows_per_batch, skip_rows=run.rows_read):
+        run.cancel.check()
         plan.source.check_unchanged()
         mapped = mp.apply(batch.frame, plan.maps)
-        job._batch_first = job._stream_base = batch.first_row
-        job._last_frame = mapped
+        run.batch_first = run.stream_base = batch.first_row
+        run.last_frame = mapped
         if hasattr(strategy, "lines"):
             strategy.lines = batch.lines
-        job._truncate_once(conn, ref, mode)
+        truncate_once(run, conn, ref, mode)
         done = max([batch.first_row + batch.frame.height] + [b.row + 1 for b in batch.bad])
         loaded, refused = 0, len(batch.bad)
         if rejects is not None:
@@ -161,7 +159,7 @@ def commit_batches(
                 rejects.add_bad(record)
             if batch.frame.height:
                 conn.execute("SELECT 1")  # open the transaction, so the batch gets a savepoint
-                loaded, bad = job._write_or_isolate(strategy, conn, mapped, batch.first_row)
+                loaded, bad = write_or_isolate(strategy, conn, mapped, batch.first_row)
                 for r in bad:
                     rejects.add(r, strategy.ctx.dsn, strategy.ctx.columns, strategy.ctx.types,
                                 mapped.row(r.row - batch.first_row))
@@ -171,21 +169,21 @@ def commit_batches(
             loaded = strategy.write(mapped)
             strategy.flush()
         if stage is not None:
-            conn.execute(job._move_sql(stage, ref, targets, LoadMode.UPSERT))
+            conn.execute(move_sql(stage, ref, targets, LoadMode.UPSERT, run.spec.target.key))
         ck.advance(
-            conn, ref, key, rows_done=done, rows_loaded=job.rows_loaded + loaded,
-            rows_rejected=job.rows_rejected + refused, bytes_done=batch.bytes_read,
-            reject_bytes=rejects.position() if rejects is not None else 0, expect_rows_done=job.rows_read,
+            conn, ref, key, rows_done=done, rows_loaded=run.rows_loaded + loaded,
+            rows_rejected=run.rows_rejected + refused, bytes_done=batch.bytes_read,
+            reject_bytes=rejects.position() if rejects is not None else 0, expect_rows_done=run.rows_read,
         )
         conn.commit()
-        job.rows_read, job.bytes_read = done, batch.bytes_read
-        job.rows_loaded += loaded
-        job.rows_rejected += refused
-        job._emit(Phase.LOADING)
+        run.rows_read, run.bytes_read = done, batch.bytes_read
+        run.rows_loaded += loaded
+        run.rows_rejected += refused
+        run.emit(Phase.LOADING)
     plan.source.check_unchanged()
 
 def truncate_once(
-    job: LoadJob, conn: psycopg.Connection[Any], ref: TableRef, mode: LoadMode) -> None:
+    run: RunContext, conn: psycopg.Connection[Any], ref: TableRef, mode: LoadMode) -> None:
     """Truncate in the transaction of the run's first commit, whatever it holds.
 
     Until a commit goes through, the checkpoint says no source row is done (rows_read is
@@ -193,29 +191,27 @@ def truncate_once(
     and one that did never truncates again. Keyed on rows done, not on the first batch's
     row: that batch may start after a rejected record, and an empty source has none.
     """
-    if mode is LoadMode.TRUNCATE and job.rows_read == 0:
+    if mode is LoadMode.TRUNCATE and run.rows_read == 0:
         conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
 
 def reconnect(
-    job: LoadJob, dsn: str, ref: TableRef, key: str, error: BaseException, attempt: int
+    run: RunContext, dsn: str, ref: TableRef, key: str, error: BaseException, attempt: int
 ) -> tuple[ck.Checkpoint, int]:
     """Wait with back-off, then read what really committed (the checkpoint is the truth)."""
-    from core import job as jobmod  # its RETRY_BACKOFF_S (tests shorten it there)
-
     while True:
         attempt += 1
         reason = server_reason(error) if isinstance(error, psycopg.Error) else str(error)
-        if attempt > len(jobmod.RETRY_BACKOFF_S):
+        if attempt > len(run.retry_backoff_s):
             raise ResumableStop(
-                f"the connection failed {len(jobmod.RETRY_BACKOFF_S)} times in a row ({reason}); "
-                f"{job.rows_loaded:,} rows are committed. Run again with --resume to continue "
-                f"from source row {job.rows_read + 1:,}"
+                f"the connection failed {len(run.retry_backoff_s)} times in a row ({reason}); "
+                f"{run.rows_loaded:,} rows are committed. Run again with --resume to continue "
+                f"from source row {run.rows_read + 1:,}"
             )
-        delay = jobmod.RETRY_BACKOFF_S[attempt - 1]
-        message = f"connection lost ({reason}); retry {attempt}/{len(jobmod.RETRY_BACKOFF_S)} in {delay:g} s"
-        job.on_log(message)
-        job._emit(Phase.LOADING, force=True, message=message)
-        if job.cancel.wait(delay):
+        delay = run.retry_backoff_s[attempt - 1]
+        message = f"connection lost ({reason}); retry {attempt}/{len(run.retry_backoff_s)} in {delay:g} s"
+        run.on_log(message)
+        run.emit(Phase.LOADING, force=True, message=message)
+        if run.cancel.wait(delay):
             raise Cancelled()
         try:
             with connect(dsn, autocommit=True) as c:
@@ -225,23 +221,23 @@ def reconnect(
             continue
         if state is None or state.finished:
             raise LoadFailed("the load's checkpoint vanished or was finished by another process; stopped")
-        job.on_log(f"reconnected; continuing after {state.rows_done:,} committed source rows")
+        run.on_log(f"reconnected; continuing after {state.rows_done:,} committed source rows")
         return state, attempt
 
 def per_batch_error(
-    job: LoadJob, exc: BaseException, plan: Plan, strategy: Strategy) -> BaseException:
+    run: RunContext, exc: BaseException, plan: Plan, strategy: Strategy) -> BaseException:
     """The failure in words, saying what stayed committed."""
-    kept = f"the {job.rows_loaded:,} rows committed before it stay in the table"
+    kept = f"the {run.rows_loaded:,} rows committed before it stay in the table"
     if isinstance(exc, WriteFailed):
-        err = job._explain(exc, plan, strategy)
+        err = explain(run, exc, plan, strategy)
         if isinstance(err, BadRowError):
-            return BadRowError(err.problem, committed=job.rows_loaded)
+            return BadRowError(err.problem, committed=run.rows_loaded)
         if isinstance(err, Cancelled):
             return err
         reason = server_reason(exc.error)
     elif isinstance(exc, ck.CheckpointMoved):
         return LoadFailed("another process is loading the same file into the same table; this run stopped")
-    elif isinstance(exc, psycopg.errors.QueryCanceled) and job.cancel.cancelled:
+    elif isinstance(exc, psycopg.errors.QueryCanceled) and run.cancel.cancelled:
         return Cancelled()
     elif isinstance(exc, psycopg.Error):
         reason = server_reason(exc)
