@@ -248,7 +248,7 @@ def cmd_load(
 
 
 def cmd_strategies() -> int:
-    from core.strategies.base import all_strategies
+    from core.strategies.catalogue import all_strategies
 
     print(f"{'auto':<20} picks the strategy, batch size and workers from the file and the target (default)")
     for cls in all_strategies():
@@ -307,7 +307,7 @@ def main(argv: Sequence[str]) -> int:
         if args.command == "compare":
             from app.compare_cli import cmd_compare
 
-            return int(cmd_compare(args))
+            return int(cmd_compare(args, spec_from_args))
     except SluiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if as_json:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from core import mapping as mp
 from core.diagnose import bad_column, first_bad_row, first_bad_row_in, server_reason
 from core.errors import (
     BadRowError,
@@ -15,10 +16,11 @@ from core.errors import (
     SluiceError,
 )
 from core.events import Phase
-from core.load.protocols.common import row_values
 from core.load.stages import replay
 from core.plan import Plan
-from core.spec import CommitMode
+from core.sources.abilities import RawCsvSource
+from core.sources.base import Source
+from core.spec import ColumnMap, CommitMode
 from core.strategies.base import Strategy, WriteFailed
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ def explain(
         row = run.batch_first + wf.row  # row strategies: the row in the batch
     elif wf.row is not None and run.raw and strategy is not None and not strategy.multi_connection:
         # The file's own bytes went to one COPY, whose "line N" counts lines of the data.
-        row = source.row_at_data_line(wf.row + 1) if hasattr(source, "row_at_data_line") else None
+        row = source.row_at_data_line(wf.row + 1) if isinstance(source, RawCsvSource) else None
     elif wf.row is not None and strategy is not None and strategy.row_per_line:
         row = run.stream_base + wf.row  # one line (or tuple) per row in these streams
     # Otherwise (a CSV stream, where quoted newlines shift COPY's count, or several
@@ -68,3 +70,12 @@ def explain(
         if values is not None:
             column, value = bad_column(ctx.dsn, ctx.columns, ctx.types, values, wf.error)
     return BadRowError(RowProblem(str(source.path), row, line, column, value, reason))
+
+
+def row_values(source: Source, row: int, maps: list[ColumnMap]) -> list[Any] | None:
+    try:
+        for batch in source.batches(1, skip_rows=row):
+            return list(mp.apply(batch.frame, maps).row(0))
+    except SluiceError:
+        return None
+    return None

@@ -45,8 +45,10 @@ from core.load.context import RunContext
 from core.load.protocols import per_batch, single
 from core.plan import Plan, plan_load
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
+from core.sources.sql_source import SqlScriptSource
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
-from core.strategies.base import Strategy, all_strategies, get_strategy
+from core.strategies.base import Strategy
+from core.strategies.catalogue import all_strategies, get_strategy
 
 
 @dataclass(frozen=True)
@@ -229,11 +231,11 @@ class LoadJob:
         used = {m.source for m in mp.included(plan.maps) if m.source is not None}
         left = [c for c in plan.source.columns() if c not in used]
         if left and plan.source.format == "sql" and plan.exists and not self.spec.columns \
-                and not getattr(plan.source, "several", False):
+                and not (isinstance(plan.source, SqlScriptSource) and plan.source.several):
             generated = {m.source for m in plan.maps if not m.include and m.target in plan.generated}
             left = [c for c in left if c not in generated]  # pg_dump's DEFAULT there: the server computes it
             if left:
-                placeholders = getattr(plan.source, "has_column_list", True) is False
+                placeholders = isinstance(plan.source, SqlScriptSource) and plan.source.has_column_list is False
                 raise ConfigError(
                     f"the script's rows have {len(plan.source.columns())} values and {plan.target.display()} takes "
                     f"{len(plan.source.columns()) - len(left)} (psql refuses such rows too)" if placeholders else

@@ -18,10 +18,12 @@ from core import mapping as mp
 from core.diagnose import server_reason
 from core.errors import LoadFailed, ParseInstead, SourceError
 from core.events import Phase
-from core.load.protocols.common import count_records
 from core.load.rejects import Reject, isolate
 from core.plan import Plan
+from core.sources.abilities import RawCsvSource
 from core.sources.base import Batch, RawChunk
+from core.sources.csv.records import count_records
+from core.strategies.abilities import Abortable, CountsRows, TakesLines, TakesRawCsv
 from core.strategies.base import Strategy, WriteFailed
 
 if TYPE_CHECKING:
@@ -131,7 +133,7 @@ def stream_skipping(
         if batch.frame.height:
             mapped = mp.apply(batch.frame, plan.maps)
             run.batch_first, run.last_frame = batch.first_row, mapped
-            if hasattr(strategy, "lines"):
+            if isinstance(strategy, TakesLines):
                 strategy.lines = batch.lines
             run.rows_read += batch.frame.height
             if conn is not None and strategy.transactional:
@@ -157,9 +159,8 @@ def write_or_isolate(
                 strategy.flush()
             except WriteFailed:
                 # End an open COPY before the savepoint is rolled back, or the server waits for it.
-                abort = getattr(strategy, "abort", None)
-                if abort is not None:
-                    abort()
+                if isinstance(strategy, Abortable):
+                    strategy.abort()
                 raise
         return n, []
     except WriteFailed:
@@ -227,7 +228,7 @@ def stream_batches(
 def send_prepared(run: RunContext, strategy: Strategy, batch: Batch, mapped: pl.DataFrame, prepared: object) -> None:
     """Send one mapped and encoded batch, and count it (also core.load.warm_start's parsed part)."""
     run.batch_first, run.last_frame = batch.first_row, mapped
-    if hasattr(strategy, "lines"):
+    if isinstance(strategy, TakesLines):
         strategy.lines = batch.lines
     run.rows_read += batch.frame.height
     run.rows_loaded += strategy.write_prepared(prepared, mapped)
@@ -236,13 +237,18 @@ def send_prepared(run: RunContext, strategy: Strategy, batch: Batch, mapped: pl.
 
 def stream_raw(
     run: RunContext, strategy: Strategy, plan: Plan) -> None:
-    with Prefetch(plan.source.raw_chunks()) as chunks:  # type: ignore[attr-defined]
+    """The CSV file's own bytes to a strategy that takes them (the load chose it for both)."""
+    source = plan.source
+    assert isinstance(source, RawCsvSource) and isinstance(strategy, TakesRawCsv)
+    with Prefetch(source.raw_chunks()) as chunks:
         send_raw(run, strategy, plan, chunks)
-    plan.source.check_unchanged()
+    source.check_unchanged()
 
 def send_raw(
-    run: RunContext, strategy: Strategy, plan: Plan, chunks: Iterable[RawChunk]) -> None:
-    write_raw = strategy.write_raw  # type: ignore[attr-defined]
+    run: RunContext, strategy: TakesRawCsv, plan: Plan, chunks: Iterable[RawChunk]) -> None:
+    assert isinstance(plan.source, RawCsvSource)
+    write_raw = strategy.write_raw
+    quote = plan.source.dialect.quote.encode()
     for chunk in chunks:
         run.cancel.check()
         plan.source.check_unchanged()
@@ -250,7 +256,7 @@ def send_raw(
             # COPY would let that quote open a quoted value; the parser keeps it as written.
             raise ParseInstead("a quote inside an unquoted field, which COPY would read differently")
         write_raw(chunk.data)
-        run.rows_read += count_records(chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
+        run.rows_read += count_records(chunk.data, quote)
         run.rows_loaded = run.rows_read
         run.bytes_read = chunk.bytes_read
         run.emit(Phase.LOADING)
@@ -262,8 +268,8 @@ def check_arrived(
     A stream that lost a chunk (a worker gone, a COPY ended early) would otherwise commit
     fewer rows than the source holds, and say it loaded them all.
     """
-    took = getattr(strategy, "rows_written", None)
-    if isinstance(took, int) and took != run.rows_loaded:
+    took = strategy.rows_written if isinstance(strategy, CountsRows) else None
+    if took is not None and took != run.rows_loaded:
         raise LoadFailed(
             f"{run.rows_loaded:,} rows were sent but the server took {took:,}; rolled back, nothing was loaded"
         )

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 from core import mapping as mp
 from core.events import Phase
 from core.load.stages import Prefetch, send_prepared
+from core.sources.abilities import RawCsvSource
 from core.sources.base import Batch, RawChunk
+from core.strategies.abilities import WarmStarts
 
 if TYPE_CHECKING:
     from core.load.context import RunContext
@@ -36,8 +38,9 @@ WARM_MIN_BYTES = 32 << 20
 
 
 def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
-    source: Any = plan.source
-    ready = strategy.ready  # type: ignore[attr-defined]
+    source = plan.source
+    assert isinstance(source, RawCsvSource) and isinstance(strategy, WarmStarts)  # the load chose both for it
+    ready = strategy.ready
     maps, prepare = plan.maps, strategy.prepare
     warm_rows = 0
 
@@ -58,7 +61,7 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
             source.check_unchanged()
             if isinstance(item, RawChunk):
                 assert isinstance(prepared, int)
-                strategy.write_raw(item.data, prepared)  # type: ignore[attr-defined]
+                strategy.write_warm(item.data, prepared)
                 run.rows_read += prepared
                 run.rows_loaded += prepared
                 warm_rows += prepared

@@ -30,7 +30,7 @@ def open_source(options: SourceOptions) -> Source:
     options.format = fmt
     _check(options, fmt)
     if fmt in ("csv", "tsv"):
-        from core.sources.csv_source import CsvSource
+        from core.sources.csv.source import CsvSource
 
         return CsvSource(options, tsv=fmt == "tsv")
     if fmt == "sql":

@@ -47,7 +47,7 @@ class _Worker(threading.Thread):
         self._fd = -1  # the source file, for byte ranges read here
 
     def run(self) -> None:
-        from core.load.protocols.common import count_records
+        from core.sources.csv.records import count_records
 
         q = self.owner.queue
         item = q.get()
@@ -88,7 +88,7 @@ class _Worker(threading.Thread):
                 os.close(self._fd)
 
     def _read(self, span: _Span) -> Iterator[memoryview]:
-        from core.protocols.byte_ranges import read_records
+        from core.sources.csv.byte_ranges import read_records
 
         if self._fd < 0:
             self._fd = os.open(self.owner.path, os.O_RDONLY)

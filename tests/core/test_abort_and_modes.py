@@ -14,7 +14,7 @@ from psycopg import sql
 from core.errors import BadRowError, ConfigError
 from core.load.job import LoadJob
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 TABLE_STRATEGIES = [c.id for c in all_strategies() if not c.script_only]
 
@@ -118,7 +118,7 @@ def test_cancel_midway_leaves_the_table_unchanged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import core.load.context
-    import core.sources.csv_source
+    import core.sources.csv.source
     from core.cancel import CancelToken
     from core.errors import Cancelled
     from core.events import Phase, Progress
@@ -128,7 +128,7 @@ def test_cancel_midway_leaves_the_table_unchanged(
     table = table_name("cancel")
     conn.execute(sql.SQL("CREATE TABLE {} (n int, s text)").format(sql.Identifier(table)))
     # Small chunks and unthrottled events, so "midway" is reached deterministically.
-    monkeypatch.setattr(core.sources.csv_source, "CHUNK_BYTES", 64 * 1024)
+    monkeypatch.setattr(core.sources.csv.source, "CHUNK_BYTES", 64 * 1024)
     monkeypatch.setattr(core.load.context, "PROGRESS_EVERY_S", 0.0)
     token = CancelToken()
     seen: list[Progress] = []

@@ -16,7 +16,7 @@ from app.cli import main
 from core.errors import ConnectError, SluiceError, SourceError
 from core.load.job import LoadJob
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 SCHEMA = 'we"ird Schema; --'
 TABLE = "Robert'); DROP TABLE canary;--"

@@ -31,7 +31,7 @@ from core.load import context as run_context
 from core.load.job import LoadJob
 from core.load.protocols import per_batch as per_batch_module
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 ROOT = Path(__file__).resolve().parents[2]
 PER_BATCH_STRATEGIES = [

@@ -17,7 +17,7 @@ from core.errors import ConnectError
 from core.lab.compare import CompareSpec, run_compare
 from core.load.job import LoadJob
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 
 def _ours() -> set[str]:

@@ -17,9 +17,8 @@ from core import checkpoint as ck
 from core.db import TableRef
 from core.load.job import LoadJob
 from core.load.protocols import chunked
-from core.load.protocols.common import count_records
-from core.protocols import byte_ranges
-from core.sources.csv_records import BareQuoteIn, EndsInQuote, record_cuts
+from core.sources.csv import byte_ranges
+from core.sources.csv.records import BareQuoteIn, EndsInQuote, count_records, record_cuts
 from core.spec import CommitMode, LoadMode
 from tests.core.test_interruptions import _csv, _digest, _make, _reference
 from tests.core.test_parallel_protocols import _spec
@@ -212,7 +211,7 @@ def test_chunk_pieces_skip_committed_ranges() -> None:
 def test_the_bare_quote_check_finds_a_quote_between_ordinary_bytes(delimiter: bytes, quote: bytes) -> None:
     import random
 
-    from core.sources.csv_records import has_bare_quote
+    from core.sources.csv.records import has_bare_quote
 
     def reference(data: bytes) -> bool:
         """A quote with an ordinary byte on both sides, byte by byte."""

@@ -29,7 +29,7 @@ from core.db import TableRef
 from core.errors import BadRowError, ConfigError, LoadFailed
 from core.load.job import LoadJob
 from core.load.protocols import chunked
-from core.protocols import byte_ranges
+from core.sources.csv import byte_ranges
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from tests.core.test_interruptions import (
     _csv,
@@ -51,7 +51,7 @@ def _spec(path: Path, table: str, dsn: str, **kw: Any) -> LoadSpec:
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("core.sources.csv_source.CHUNK_BYTES", 8192)  # many raw chunks
+    monkeypatch.setattr("core.sources.csv.source.CHUNK_BYTES", 8192)  # many raw chunks
     monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MIN", 8192)  # many byte-range chunks
     monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MAX", 8192)
     monkeypatch.setattr("core.load.protocols.parallel_run.DISTRIBUTED_CHUNK_MAX", 8192)

@@ -22,7 +22,7 @@ from core.db import TableRef
 from core.errors import LoadFailed
 from core.load.job import LoadJob
 from core.load.protocols import chunked
-from core.protocols import byte_ranges
+from core.sources.csv import byte_ranges
 from core.spec import CommitMode
 from tests.core.test_interruptions import _csv, _digest, _make, _reference
 from tests.core.test_parallel_protocols import _spec

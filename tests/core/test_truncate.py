@@ -18,7 +18,7 @@ from core.events import Phase, Progress
 from core.load import context as run_context
 from core.load.job import LoadJob
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 TABLE = [c for c in all_strategies() if not c.script_only]
 PER_BATCH = [c.id for c in TABLE if c.chunk_commits or (c.transactional and not c.multi_connection)]

@@ -45,11 +45,11 @@ from core.errors import (
     TooManyRejects,
 )
 from core.events import Phase
-from core.load.protocols.common import count_records
 from core.load.rejects import bad_record_fields, isolate, reject_fields
 from core.load.stages import Prefetch
-from core.protocols.byte_ranges import Piece, Ranges, read_records
 from core.sources.base import Source
+from core.sources.csv.byte_ranges import Piece, Ranges, read_records
+from core.sources.csv.records import count_records
 from core.strategies.base import WriteContext
 
 if TYPE_CHECKING:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -11,9 +10,9 @@ from psycopg import sql
 from core import mapping as mp
 from core.db import TableRef, insert_into, table_columns
 from core.diagnose import server_reason
-from core.errors import ConfigError, ConnectError, SluiceError
-from core.sources.base import Source
-from core.spec import ColumnMap, LoadMode
+from core.errors import ConfigError, ConnectError
+from core.sources.abilities import RawCsvSource
+from core.spec import LoadMode
 
 if TYPE_CHECKING:
     from core.plan import Plan
@@ -34,59 +33,13 @@ def connection_lost(error: BaseException) -> bool:
     return isinstance(error, psycopg.OperationalError)
 
 
-def count_records(data: bytes, quote: bytes) -> int:
-    """CSV records in `data` (whole records): newlines outside quoted fields, in linear time.
-
-    Only quotes and newlines matter; a run of quotes counts by its parity (a doubled quote
-    changes nothing), so what is left alternates outside/inside a quoted field.
-    """
-    return records_and_lines(data, quote)[0]
-
-
-def records_and_lines(data: bytes, quote: bytes) -> tuple[int, int]:
-    """count_records(), and the newlines `data` holds, in one pass over the bytes."""
-    last = 1 if data and not data.endswith(b"\n") else 0  # the file's last record, with no newline
-    if not quote or quote not in data:
-        lines = data.count(b"\n")
-        return lines + last, lines
-    if len(quote) == 1:
-        data = data.translate(None, _not_newline_or(quote))
-    lines = data.count(b"\n")
-    if len(quote) == 1:
-        data = data.replace(quote + quote, b"")
-    return sum(part.count(b"\n") for part in data.split(quote)[::2]) + last, lines
-
-
-@functools.lru_cache(maxsize=8)
-def _not_newline_or(quote: bytes) -> bytes:
-    """Every byte but the newline and `quote`: what count_records drops before counting."""
-    keep = b"\n" + quote
-    return bytes(b for b in range(256) if b not in keep)
-
-
 def raw_text_columns(plan: Plan) -> list[str]:
     """Target columns where the file's null marker is a value: COPY must not read it as NULL."""
-    nulls = getattr(plan.source, "null_columns", None)
+    nulls = plan.source.null_columns if isinstance(plan.source, RawCsvSource) else None
     if nulls is None:
         return []
     keep = set(nulls)
     return [m.target for m, s in zip(mp.included(plan.maps), plan.source.columns()) if s not in keep]
-
-
-def source_is_csv(source: Source) -> bool:
-    """A CSV whose own bytes COPY can read as Sluice does. Not one that writes NULL two ways
-    (a marker, and empty fields in typed columns): COPY takes one NULL string."""
-    return (source.format in ("csv", "tsv") and hasattr(source, "raw_chunks")
-            and not getattr(source, "empty_null_columns", None))
-
-
-def row_values(source: Source, row: int, maps: list[ColumnMap]) -> list[Any] | None:
-    try:
-        for batch in source.batches(1, skip_rows=row):
-            return list(mp.apply(batch.frame, maps).row(0))
-    except SluiceError:
-        return None
-    return None
 
 
 def user_ddl(text: str) -> sql.SQL:

@@ -19,9 +19,11 @@ from core.load.protocols import common
 from core.load.protocols.chunked import ChunkFailed, ChunkStreams, StreamPlan, frame_of, parsed_pieces, progress
 from core.load.protocols.per_batch import open_book, per_batch_error
 from core.load.rejects import RejectWriter
-from core.protocols.byte_ranges import Ranges, byte_pieces, raw_pieces
-from core.sources.csv_records import EndsInQuote, first_record_end, record_cuts
+from core.sources.abilities import RawCsvSource, copy_reads_as_is
+from core.sources.csv.byte_ranges import Ranges, byte_pieces, raw_pieces
+from core.sources.csv.records import EndsInQuote, first_record_end, record_cuts
 from core.spec import ErrorPolicy, LoadMode
+from core.strategies.abilities import ReadsByteRanges
 from core.strategies.base import Strategy, WriteContext, WriteFailed
 from core.strategies.copy import csv_copy_sql
 
@@ -64,12 +66,13 @@ def run_per_batch(
     ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
                        batch_rows=max(1, spec.rows_per_batch), workers=max(1, spec.workers), cancel=run.cancel,
                        log=run.on_log)
-    raw = (cls.streams_raw_csv and not skip and common.source_is_csv(plan.source)
+    raw = (cls.streams_raw_csv and not skip and copy_reads_as_is(plan.source)
            and mp.is_identity(plan.maps, plan.source.columns()) and not run.no_raw)
     raw_options = None
     if raw:
-        d = plan.source.dialect  # type: ignore[attr-defined]
+        d = _csv(plan).dialect
         raw_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
+    quote = (plan.source.quote if isinstance(plan.source, RawCsvSource) else '"').encode()
     raw_stmt, parsed_stmt, proto = _copies(cls, ctx, raw_options, common.raw_text_columns(plan))
     span = data_span(plan) if raw else None
     run.emit(Phase.LOADING, force=True)
@@ -84,14 +87,14 @@ def run_per_batch(
         truncate = ref if mode is LoadMode.TRUNCATE and not done else None
         splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
                            spec.reject_limit_pct, run.retry_backoff_s, truncate, _session_options(run),
-                           str(plan.source.path), getattr(plan.source, "quote", '"').encode(), binary=True)
+                           str(plan.source.path), quote, binary=True)
         streams = ChunkStreams(splan, ctx.workers, run.cancel, run.on_log, lambda: None)
         bytes_base = span[0] + sum(c.hi - c.lo for c in done) if by_bytes and span is not None else None
         streams.on_progress = progress(run, streams, base, bytes_base)
         if by_bytes and span is not None:
             pieces = byte_pieces(byte_cuts(plan, span, ctx.workers, run.target_info, truncate is not None), ranges)
         elif raw:
-            pieces = raw_pieces(plan.source, ranges, _record_counter(plan))
+            pieces = raw_pieces(_csv(plan), ranges, _record_counter(plan))
         else:
             pieces = parsed_pieces(plan.source, plan.maps, ctx.batch_rows, skip, ranges)
         try:
@@ -156,11 +159,19 @@ def _session_options(run: RunContext) -> str:
     return ""
 
 
+def _csv(plan: Plan) -> RawCsvSource:
+    """The source of a load that sends the file's own bytes, which only a raw CSV source does."""
+    assert isinstance(plan.source, RawCsvSource)
+    return plan.source
+
+
 def data_span(plan: Plan) -> tuple[int, int] | None:
     """(first data byte, file size) when streams can read the file's bytes themselves: UTF-8 as
     it is (COPY is told UTF8), LF or CRLF line ends, a one-byte quote. None: the reader's path."""
-    d = getattr(plan.source, "dialect", None)
-    if d is None or d.encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig") \
+    if not isinstance(plan.source, RawCsvSource):
+        return None
+    d = plan.source.dialect
+    if d.encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig") \
             or d.newline != "\n" or len(d.quote.encode()) != 1 or len(d.delimiter.encode()) != 1:
         return None
     path = str(plan.source.path)
@@ -185,7 +196,7 @@ def byte_cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_
     distributed = info is not None and info.distributed
     per, top = (CHUNKS_PER_STREAM_DISTRIBUTED, DISTRIBUTED_CHUNK_MAX) if distributed else (CHUNKS_PER_STREAM, CHUNK_MAX)
     every = min(top, max(CHUNK_MIN, (end - start) // (max(1, workers) * per) + 1))
-    d = plan.source.dialect  # type: ignore[attr-defined]
+    d = _csv(plan).dialect
     # Not on Citus, where a chunk's commit is a distributed one that costs more than the wait.
     ramp = 0 if distributed else max(1, workers)
     first = tuple(min(every, size) for size in ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * ramp)
@@ -199,7 +210,7 @@ def byte_cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_
 
 def _records(fd: int, lo: int, hi: int, quote: bytes) -> int:
     """Records in the file bytes lo .. hi - 1 (whole records), read 16 MB at a time."""
-    from core.load.protocols.common import count_records
+    from core.sources.csv.records import count_records
 
     cuts = list(record_cuts(fd, lo, hi, quote, 16 << 20))
     return sum(count_records(os.pread(fd, b - a, a), quote) for a, b in zip(cuts, cuts[1:]))
@@ -210,7 +221,7 @@ def _rows_of(plan: Plan, lo: int, hi: int) -> tuple[int, int]:
     the data's start, which lies before any bare quote (record_cuts stops there)."""
     span = data_span(plan)
     assert span is not None  # the range came from it
-    quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+    quote = _csv(plan).dialect.quote.encode()
     fd = os.open(str(plan.source.path), os.O_RDONLY)
     try:
         first = _records(fd, span[0], lo, quote)
@@ -226,7 +237,7 @@ def _as_rows(ctl: psycopg.Connection[Any], plan: Plan, ref: Any, key: str, done:
     if span is None:
         raise LoadFailed("the earlier run loaded the file's bytes as they are, which this run's source options "
                          "do not allow; run again with the same options, or with --restart")
-    quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+    quote = _csv(plan).dialect.quote.encode()
     rows: list[tuple[int, int, int]] = []
     row = 0
     fd = os.open(str(plan.source.path), os.O_RDONLY)
@@ -252,8 +263,7 @@ def feed_byte_ranges(run: RunContext, strategy: Strategy, plan: Plan) -> None:
     ranges of the file themselves, cut here as the per-batch chunks are; the reader's path
     (core.load.stages) when the file's bytes cannot be cut so (its encoding, line ends, quote)."""
     span = data_span(plan)
-    feed = getattr(strategy, "feed_raw", None)
-    if span is None or feed is None:
+    if span is None or not isinstance(strategy, ReadsByteRanges):
         stages.stream_raw(run, strategy, plan)
         return
     size = plan.source.size
@@ -267,14 +277,14 @@ def feed_byte_ranges(run: RunContext, strategy: Strategy, plan: Plan) -> None:
 
     ranges = ((p.lo, p.hi) for p in byte_pieces(byte_cuts(plan, span, max(1, strategy.ctx.workers), run.target_info),
                                                 Ranges([])))
-    feed(ranges, str(plan.source.path), plan.source.dialect.quote.encode(), progress)  # type: ignore[attr-defined]
+    strategy.feed_raw(ranges, str(plan.source.path), _csv(plan).dialect.quote.encode(), progress)
     plan.source.check_unchanged()
 
 
 def _record_counter(plan: Plan) -> Callable[[bytes], int]:
-    from core.load.protocols.common import count_records
+    from core.sources.csv.records import count_records
 
-    quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+    quote = _csv(plan).dialect.quote.encode()
     return lambda data: count_records(data, quote)
 
 
@@ -313,7 +323,6 @@ class SkipStreams(Strategy):
     id = "parallel-copy"
     title = summary = lesson = seed = ""
     multi_connection = True
-    feeds_itself = True
 
     def open(self) -> None:
         self.parsed_stmt = csv_copy_sql(self)

@@ -27,6 +27,7 @@ from core.load.stages import write_or_isolate
 from core.plan import Plan
 from core.result import LoadResult
 from core.spec import ErrorPolicy, LoadMode
+from core.strategies.abilities import TakesLines
 from core.strategies.base import Strategy, WriteContext, WriteFailed
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def commit_batches(
         mapped = mp.apply(batch.frame, plan.maps)
         run.batch_first = run.stream_base = batch.first_row
         run.last_frame = mapped
-        if hasattr(strategy, "lines"):
+        if isinstance(strategy, TakesLines):
             strategy.lines = batch.lines
         truncate_once(run, conn, ref, mode)
         done = max([batch.first_row + batch.frame.height] + [b.row + 1 for b in batch.bad])

@@ -27,9 +27,9 @@ from core.db import TableRef, connect, insert_into, table_columns
 from core.diagnose import server_reason
 from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem
 from core.events import Phase
-from core.load.protocols.script_split import BlockSplit
+from core.load.protocols.script_split import BlockSplit, ScriptTable
 from core.sources.sql_source import CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
-from core.sources.sqlscript_chunks import Chunk, TableInfo
+from core.sources.sqlscript_chunks import Chunk
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 
 if TYPE_CHECKING:
@@ -95,15 +95,6 @@ def _ahead(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
     finally:
         if isinstance(held, CsvChunk):
             held.wait()  # a load that stopped early leaves no thread behind
-
-
-@dataclass
-class ScriptTable:
-    info: TableInfo
-    ref: TableRef
-    columns: list[str]
-    stage: TableRef | None = None  # ON CONFLICT DO NOTHING: rows wait here
-    staged: int = 0
 
 
 @dataclass
@@ -282,7 +273,7 @@ class ScriptLoad:
         """pg_dump --disable-triggers: the script turns a table's triggers off while its rows load and
         on again after, as psql would run it, in the load's own transaction (a superuser's right)."""
         for t in self.tables.values():
-            if getattr(t.info, "disable_triggers", False):
+            if t.info.disable_triggers:
                 if action == "DISABLE":
                     self.ctx.on_log(f"the script turns off {t.ref.display()}'s triggers while its rows load "
                                     "(pg_dump --disable-triggers): so does this load, so its foreign keys are not "

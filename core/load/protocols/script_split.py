@@ -20,18 +20,29 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import psycopg
 from psycopg import sql
 
-from core.db import connect
+from core.db import TableRef, connect
 from core.diagnose import server_reason
 from core.errors import Cancelled, LoadFailed
 from core.events import Phase
 from core.sources.sql_source import CACHE_LIMIT, CopyChunk, SqlScriptSource
-from core.sources.sqlscript_chunks import Chunk
+from core.sources.sqlscript_chunks import Chunk, TableInfo
 from core.spec import CommitMode, ErrorPolicy, LoadMode
 from core.two_phase import LOCK_TIMEOUT, LOCK_WAIT, TwoPhaseGroup
 
+
+@dataclass
+class ScriptTable:
+    """One table of the script as the load fills it (core/load/protocols/script.py)."""
+
+    info: TableInfo
+    ref: TableRef
+    columns: list[str]
+    stage: TableRef | None = None  # ON CONFLICT DO NOTHING: rows wait here
+    staged: int = 0
+
+
 if TYPE_CHECKING:
     from core.load.context import RunContext
-    from core.load.protocols.script import ScriptTable
 
     Locate = Callable[[int], tuple[int, int | None]]
     Explain = Callable[[psycopg.Error, ScriptTable, Locate], Exception]
@@ -140,7 +151,7 @@ class BlockSplit:
         if (spec.commit is not CommitMode.SINGLE or spec.on_error is not ErrorPolicy.ABORT
                 or spec.target.mode is not LoadMode.APPEND or source.on_conflict or not utf8):
             return set()
-        if any(getattr(t.info, "disable_triggers", False) for t in tables.values()):
+        if any(t.info.disable_triggers for t in tables.values()):
             return set()  # ALTER TABLE ... DISABLE TRIGGER locks the table: the other branch would wait
         if source.size <= CACHE_LIMIT:  # the source holds its chunks: the sizes are known
             big = {c.target.key for c in source.load_chunks() if isinstance(c, CopyChunk) and c.length >= SPLIT_BYTES}

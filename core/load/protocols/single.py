@@ -33,14 +33,16 @@ from core.load.protocols.common import (
     move_sql,
     raw_text_columns,
     rollback,
-    source_is_csv,
     target_columns,
     user_ddl,
 )
 from core.load.rejects import RejectWriter
 from core.plan import Plan
 from core.result import LoadResult
+from core.sources.abilities import RawCsvSource, copy_reads_as_is
+from core.sources.sql_source import SqlScriptSource
 from core.spec import ErrorPolicy, LoadMode
+from core.strategies.abilities import ReplaysOnConflict, TwoPhaseCommits, WarmStarts
 from core.strategies.base import Strategy, WriteContext, WriteFailed
 
 if TYPE_CHECKING:
@@ -55,17 +57,18 @@ def run_single(
     stage: TableRef | None = None
     private: TableRef | None = None  # create-then-rename: the new table under its private name
     strategy: Strategy | None = None
+    skip_streams: parallel_run.SkipStreams | None = None  # `skip` over N streams: they take the source themselves
     proto = run.protocol.protocol if run.protocol is not None else None
     moving = False  # the staging table's rows are being moved into the target
     # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
     bytes_fit = (
         spec.on_error is ErrorPolicy.ABORT
-        and source_is_csv(plan.source)
+        and copy_reads_as_is(plan.source)
         and mp.is_identity(plan.maps, plan.source.columns())
         and not run.no_raw
     )
     raw = cls.streams_raw_csv and bytes_fit
-    warm = (cls.warms_with_raw_csv and bytes_fit and hasattr(plan.source, "raw_then_batches")
+    warm = (cls.warms_with_raw_csv and bytes_fit and isinstance(plan.source, RawCsvSource)
             and plan.source.size >= warm_start.WARM_MIN_BYTES)
     run.raw = raw
     ahead = None
@@ -111,19 +114,20 @@ def run_single(
             borrow=ctl if not (created or staged or private or two_phase or cls.multi_connection) else None,
             warm=warm,
         )
-        if raw or warm:
-            d = plan.source.dialect  # type: ignore[attr-defined]
+        if (raw or warm) and isinstance(plan.source, RawCsvSource):
+            d = plan.source.dialect
             # The reader hands COPY UTF-8 whatever the file's encoding: say so, so the
             # server converts to the database's encoding (or refuses what it cannot store).
             ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
             ctx.force_not_null = raw_text_columns(plan)
         if cls.chunk_commits and spec.on_error is ErrorPolicy.SKIP:
-            strategy = parallel_run.SkipStreams(ctx)  # bad rows isolated chunk by chunk on every stream
+            strategy = skip_streams = parallel_run.SkipStreams(ctx)  # bad rows isolated chunk by chunk on every stream
         else:
             strategy = cls(ctx)
-        if getattr(plan.source, "on_conflict", False) and hasattr(strategy, "on_conflict"):
+        if isinstance(plan.source, SqlScriptSource) and plan.source.on_conflict \
+                and isinstance(strategy, ReplaysOnConflict):
             strategy.on_conflict = True  # a script's INSERT ... ON CONFLICT DO NOTHING, replayed as such
-        if hasattr(strategy, "two_phase"):
+        if isinstance(strategy, TwoPhaseCommits):
             strategy.two_phase = two_phase
         strategy.open()
         if mode is LoadMode.TRUNCATE and not staged:
@@ -139,8 +143,8 @@ def run_single(
             warm_start.stream_warm(run, strategy, plan)
         elif spec.on_error is ErrorPolicy.SKIP:
             run.rejects = RejectWriter(spec.reject_file, plan.source, spec.reject_limit, spec.reject_limit_pct)
-            if getattr(strategy, "feeds_itself", False):
-                strategy.feed(run, plan, run.rejects)  # type: ignore[attr-defined]
+            if skip_streams is not None:
+                skip_streams.feed(run, plan, run.rejects)
             else:
                 stages.stream_skipping(run, strategy, plan)
         else:
@@ -165,7 +169,7 @@ def run_single(
             private = None  # it is the target now
     except WriteFailed as wf:
         rollback(strategy)
-        if warm and getattr(strategy, "sending_raw", False):
+        if warm and isinstance(strategy, WarmStarts) and strategy.sending_raw:
             # The file's own bytes were refused (a value, or their shape): the parser names the row.
             raise ParseInstead(server_reason(wf.error)) from None
         if run.raw and is_format_error(wf.error):

@@ -17,15 +17,15 @@ from collections.abc import Callable, Iterable, Iterator
 import polars as pl
 
 from core.errors import SourceError
-from core.load.protocols.common import records_and_lines
 from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
-from core.sources.csv_parse import CsvRecordParsing
-from core.sources.csv_records import (
-    _field_cut,
+from core.sources.csv.parse import CsvRecordParsing
+from core.sources.csv.records import (
     count_byte,
+    field_cut,
     has_bare_quote,
     record_cut,
     record_text,
+    records_and_lines,
     split_records,
     unclosed_reason,
 )
@@ -207,7 +207,7 @@ class CsvSource(CsvRecordParsing, Source):
             if len(buf) < chunk_bytes:
                 continue
             odd = has_bare_quote(buf, d, q)
-            cut = _field_cut(buf, d, q) if odd else record_cut(buf, q, scanned)
+            cut = field_cut(buf, d, q) if odd else record_cut(buf, q, scanned)
             if cut == 0:  # one record longer than a chunk: keep reading, up to a limit
                 if len(buf) > MAX_RECORD_BYTES:
                     raise self._runaway(buf, consumed)

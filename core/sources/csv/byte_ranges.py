@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.errors import LoadFailed, ParseInstead
-from core.sources.base import BadRecord, Source
-from core.sources.csv_records import BareQuoteIn, EndsInQuote
+from core.sources.base import BadRecord
+from core.sources.csv.records import BareQuoteIn, EndsInQuote
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from core.sources.abilities import RawCsvSource
 
 
 @dataclass(frozen=True)
@@ -69,10 +71,10 @@ class Ranges:
         return out
 
 
-def raw_pieces(source: Source, done: Ranges, count: Callable[[bytes], int]) -> Iterator[Piece]:
+def raw_pieces(source: RawCsvSource, done: Ranges, count: Callable[[bytes], int]) -> Iterator[Piece]:
     """The file's own records, chunk by chunk; committed chunks are passed over."""
     lo = 0
-    for chunk in source.raw_chunks():  # type: ignore[attr-defined]
+    for chunk in source.raw_chunks():
         if chunk.odd:
             raise ParseInstead("a quote inside an unquoted field, which COPY would read differently")
         hi = lo + count(chunk.data)

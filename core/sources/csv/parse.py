@@ -16,7 +16,7 @@ import polars as pl
 
 from core.errors import SourceError
 from core.sources.base import BadRecord
-from core.sources.csv_records import (
+from core.sources.csv.records import (
     count_fields,
     has_bare_quote,
     record_text,

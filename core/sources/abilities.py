@@ -1,0 +1,37 @@
+"""What some sources can do beyond the Source interface: typing Protocols, checked with isinstance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from core.sources.base import Batch, RawChunk, Source
+    from core.sources.sniff import CsvDialect
+
+
+@runtime_checkable
+class RawCsvSource(Protocol):
+    """A CSV file whose own bytes can go to COPY: its dialect, its records in raw chunks, the
+    columns where its null marker counts, and rows found again by COPY's data line."""
+
+    dialect: CsvDialect
+    null_columns: list[str] | None
+    empty_null_columns: list[str]
+
+    @property
+    def quote(self) -> str: ...
+
+    def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]: ...
+
+    def raw_then_batches(self, parse_now: Callable[[], bool], batch_rows: int,
+                         raw_bytes: int | None = None) -> Iterator[RawChunk | Batch]: ...
+
+    def row_at_data_line(self, data_line: int) -> int | None: ...
+
+
+def copy_reads_as_is(source: Source) -> bool:
+    """A CSV whose own bytes COPY can read as Sluice does. Not one that writes NULL two ways
+    (a marker, and empty fields in typed columns): COPY takes one NULL string."""
+    return (source.format in ("csv", "tsv") and isinstance(source, RawCsvSource)
+            and not source.empty_null_columns)
