@@ -159,7 +159,7 @@ def spec_from_args(a: argparse.Namespace) -> LoadSpec:
 
 def _script_table(src: SourceOptions) -> tuple[str | None, str]:
     from core.sources.factory import open_source
-    from core.sources.sql_source import SqlScriptSource
+    from core.sources.sqlscript.source import SqlScriptSource
 
     source = open_source(src)
     assert isinstance(source, SqlScriptSource)
@@ -191,7 +191,7 @@ def _warm_up() -> threading.Thread:
 def _one_script_table(src: SourceOptions) -> None:
     """--table names one table: a script that fills several must say which (read once, kept for the load)."""
     from core.sources.factory import open_source
-    from core.sources.sql_source import SqlScriptSource
+    from core.sources.sqlscript.source import SqlScriptSource
 
     source = open_source(src)
     if isinstance(source, SqlScriptSource) and source.several:

@@ -31,7 +31,7 @@ from core.db import TableRef, connect, resolve_dsn
 from core.errors import Cancelled, ConfigError, SluiceError
 from core.load.job import LoadJob
 from core.plan import plan_load
-from core.sources.sql_source import SqlScriptSource
+from core.sources.sqlscript.source import SqlScriptSource
 from core.spec import ColumnMap, LoadMode, LoadSpec, SourceOptions
 from core.strategies.catalogue import get_strategy
 

@@ -45,7 +45,7 @@ from core.load.context import RunContext
 from core.load.protocols import per_batch, single
 from core.plan import Plan, plan_load
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
-from core.sources.sql_source import SqlScriptSource
+from core.sources.sqlscript.source import SqlScriptSource
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy
 from core.strategies.catalogue import all_strategies, get_strategy

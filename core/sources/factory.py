@@ -34,7 +34,7 @@ def open_source(options: SourceOptions) -> Source:
 
         return CsvSource(options, tsv=fmt == "tsv")
     if fmt == "sql":
-        from core.sources.sql_source import SqlScriptSource
+        from core.sources.sqlscript.source import SqlScriptSource
 
         return SqlScriptSource(options)
     from core.sources import typed_sources as t

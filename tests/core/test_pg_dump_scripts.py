@@ -147,7 +147,7 @@ def test_on_conflict_keeps_existing_rows_and_counts_the_dropped(
 def test_whole_database_dump_lists_tables_and_loads_all_or_one(
     dump_server: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
 ) -> None:
-    from core.sources.sql_source import SqlScriptSource
+    from core.sources.sqlscript.source import SqlScriptSource
 
     a, b = f"sluice_a_{uuid.uuid4().hex[:6]}", f"sluice_b_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(dump_server, autocommit=True) as c:

@@ -14,11 +14,11 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from core.sources import sqlscript_parser
-from core.sources.sql_source import SqlScriptSource
-from core.sources.sqlscan import DEFAULT_VALUE
-from core.sources.sqlscript_chunks import CsvChunk, ParsedChunk
-from core.sources.sqlscript_parser import ScriptError, iter_script, list_tables, scan_script
+from core.sources.sqlscript import reader as sqlscript_parser
+from core.sources.sqlscript.chunks import CsvChunk, ParsedChunk
+from core.sources.sqlscript.lexer import DEFAULT_VALUE
+from core.sources.sqlscript.reader import ScriptError, iter_script, list_tables, scan_script
+from core.sources.sqlscript.source import SqlScriptSource
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 Rows = list[list[str | None]]

@@ -28,8 +28,8 @@ from core.diagnose import server_reason
 from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem
 from core.events import Phase
 from core.load.protocols.script_split import BlockSplit, ScriptTable
-from core.sources.sql_source import CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
-from core.sources.sqlscript_chunks import Chunk
+from core.sources.sqlscript.chunks import Chunk
+from core.sources.sqlscript.source import CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from core.db import TableRef, connect
 from core.diagnose import server_reason
 from core.errors import Cancelled, LoadFailed
 from core.events import Phase
-from core.sources.sql_source import CACHE_LIMIT, CopyChunk, SqlScriptSource
-from core.sources.sqlscript_chunks import Chunk, TableInfo
+from core.sources.sqlscript.chunks import Chunk, TableInfo
+from core.sources.sqlscript.source import CACHE_LIMIT, CopyChunk, SqlScriptSource
 from core.spec import CommitMode, ErrorPolicy, LoadMode
 from core.two_phase import LOCK_TIMEOUT, LOCK_WAIT, TwoPhaseGroup
 

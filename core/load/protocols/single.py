@@ -40,7 +40,7 @@ from core.load.rejects import RejectWriter
 from core.plan import Plan
 from core.result import LoadResult
 from core.sources.abilities import RawCsvSource, copy_reads_as_is
-from core.sources.sql_source import SqlScriptSource
+from core.sources.sqlscript.source import SqlScriptSource
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.abilities import ReplaysOnConflict, TwoPhaseCommits, WarmStarts
 from core.strategies.base import Strategy, WriteContext, WriteFailed

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import polars as pl
 
 from core.errors import ConfigError, SourceError
-from core.script_mapping import placeholder_names
 from core.sources.base import Batch, Source
-from core.sources.sqlscript_chunks import Chunk, CsvChunk, ParsedChunk, TableInfo
-from core.sources.sqlscript_copy import CopyChunk
-from core.sources.sqlscript_parser import InsertTarget, ScriptError, iter_script, scan_script
+from core.sources.sqlscript.chunks import Chunk, CsvChunk, ParsedChunk, TableInfo
+from core.sources.sqlscript.columns import placeholder_names
+from core.sources.sqlscript.copy_blocks import CopyChunk
+from core.sources.sqlscript.reader import InsertTarget, ScriptError, iter_script, scan_script
 from core.spec import SourceOptions
 
 CACHE_LIMIT = 256 << 20  # scripts up to this size keep the rows read while checking them, for the load

@@ -2,7 +2,7 @@
 
 A block is read with pread and cut after its last ';\\n' (the next one is read ahead on a
 helper thread while this one is checked). In it, the statements with a given head are
-found and checked in one pass while they are pg_dump's one-row INSERTs (sqlgather's
+found and checked in one pass while they are pg_dump's one-row INSERTs (gather's
 gather_rows), else by line and quote parity (gather). Nothing here runs Python's
 backtracking `re` on the script: the work is str.split and polars (a linear-time regex engine).
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from core.sources.sqlgather import END, Gathered, gather, gather_rows
+from core.sources.sqlscript.gather import END, Gathered, gather, gather_rows
 
 __all__ = ["BlockReader"]
 

@@ -2,15 +2,15 @@
 
 One pass over the file, linear in its size whatever it holds:
 
-What it yields (tables and chunks of rows) is in sqlscript_chunks.
+What it yields (tables and chunks of rows) is in chunks.
 
 - `COPY ... FROM stdin;` blocks are located, not parsed: their bytes are COPY text
-  already, so a load passes them to the server as they are (CopyChunk, sqlscript_copy).
+  already, so a load passes them to the server as they are (CopyChunk, copy_blocks).
 - INSERT statements whose head (`INSERT INTO t (cols) VALUES`) was already checked by
-  the careful parser are gathered by line and quote parity (sqlscript_blocks), then parsed
-  thousands at a time by sqlbulk (polars, Rust regex). Whatever that does not take, from
+  the careful parser are gathered by line and quote parity (insert_blocks), then parsed
+  thousands at a time by bulk_values (polars, Rust regex). Whatever that does not take, from
   the first statement it refuses on, is read again the careful way.
-- Everything else goes through sqlscan's hand-written scanner and lexer: data
+- Everything else goes through lexer's hand-written scanner and lexer: data
   statements are loaded, pg_dump's preamble is skipped, anything else is refused with
   its line before a byte is sent. `SET standard_conforming_strings = off` makes '...'
   take backslash escapes from there on (the bulk path then leaves statements holding a
@@ -27,12 +27,12 @@ from typing import BinaryIO
 
 import polars as pl
 
-from core.sources.sqlbulk import first_bad, parse_values, split_rows
-from core.sources.sqlscan import DEFAULT_VALUE, ScriptError, StatementScanner, skip_blank
-from core.sources.sqlscript_blocks import BlockReader
-from core.sources.sqlscript_chunks import Chunk, CsvChunk, ParsedChunk, TableInfo
-from core.sources.sqlscript_copy import CopyChunk, copy_block_end
-from core.sources.sqlstatements import CopyStmt, InsertStmt, InsertTarget, Row, StdStrings, Triggers, classify
+from core.sources.sqlscript.bulk_values import first_bad, parse_values, split_rows
+from core.sources.sqlscript.chunks import Chunk, CsvChunk, ParsedChunk, TableInfo
+from core.sources.sqlscript.copy_blocks import CopyChunk, copy_block_end
+from core.sources.sqlscript.insert_blocks import BlockReader
+from core.sources.sqlscript.lexer import DEFAULT_VALUE, ScriptError, StatementScanner, skip_blank
+from core.sources.sqlscript.statements import CopyStmt, InsertStmt, InsertTarget, Row, StdStrings, Triggers, classify
 
 __all__ = [
     "InsertTarget",
@@ -81,7 +81,7 @@ class _Rows:
     statements: int = 0
     end: int = 0
 
-    def _lists_to_frame(self, width: int) -> None:
+    def lists_to_frame(self, width: int) -> None:
         if self.lists:
             cols = list(zip(*self.lists)) if self.lists else []
             self.frames.append(
@@ -222,7 +222,7 @@ class _Parser:
                 lines = [line + fl for fl, k in zip(g.first_line.to_list(), counts) for _ in range(k)]
                 _, frame, _ = parse_values(rows, info.width)
                 assert frame is not None
-                self.acc._lists_to_frame(info.width)  # careful rows before these keep their place
+                self.acc.lists_to_frame(info.width)  # careful rows before these keep their place
                 self.acc.frames.append(frame)
                 self.acc.lines.extend(lines)
             info.rows += len(rows)
@@ -352,7 +352,7 @@ class _Parser:
         if acc.target is None:
             return
         width = self.tables[acc.target.key].width
-        acc._lists_to_frame(width)
+        acc.lists_to_frame(width)
         if acc.frames:
             frame = pl.concat(acc.frames) if len(acc.frames) > 1 else acc.frames[0]
             yield ParsedChunk(acc.target, frame, acc.lines, acc.statements, acc.end, self.ignored, acc.on_conflict)
@@ -370,7 +370,7 @@ def _reread_escaped(
     are cut before the first that is not exactly one statement so read (a backslash before a
     quote may have fooled the quote parity that found it): from there on, the careful way.
     """
-    from core.sources.sqlgather import OCDN
+    from core.sources.sqlscript.gather import OCDN
 
     idx = bodies.str.contains("\\", literal=True).arg_true().to_list()
     if not idx:
@@ -409,7 +409,7 @@ def _literal(value: str | None) -> str:
 
 
 def _only_comments(text: str, line: int, escapes: bool) -> bool:
-    from core.sources.sqlscan import lex
+    from core.sources.sqlscript.lexer import lex
 
     return not lex(text, line, escapes)
 
@@ -448,7 +448,7 @@ def iter_script(
     path: str, *, encoding: str = "utf-8", rows_per_chunk: int = 50_000, table: InsertTarget | None = None
 ) -> Iterator[ParsedChunk]:
     """INSERT rows as ParsedChunks (COPY blocks decoded too), of one table or of the first one."""
-    from core.sources.sqlbulk import copy_text_frame
+    from core.sources.sqlscript.bulk_values import copy_text_frame
 
     key = table.key if table is not None else None
     want = None if key is None else (lambda t: t.key == key)

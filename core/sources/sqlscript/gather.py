@@ -2,7 +2,7 @@
 
 A statement that starts with a head the careful parser already accepted ends at the
 first ";\\n" after which the count of quotes is even. That can be fooled (an E'\\''
-string, a comment holding a quote); sqlbulk then refuses the statement's shape and
+string, a comment holding a quote); bulk_values then refuses the statement's shape and
 the caller reads it again the careful way, so a wrong guess costs time, never a wrong
 row. The work is str.split and polars column operations: linear, and no Python loop
 per statement unless quotes are unbalanced.
@@ -63,13 +63,13 @@ def gather_rows(s: pl.Series, head: str, width: int, *, single_byte: bool) -> Ga
 
     `s` is a block's text split at ";\\n" (what followed the last one dropped). Its statements,
     as long as they start with `head` and one space, must each be exactly one row as pg_dump
-    writes it (sqlbulk's Rust-regex check, which also proves the quotes balanced: a ";\\n"
+    writes it (bulk_values's Rust-regex check, which also proves the quotes balanced: a ";\\n"
     inside a string leaves two pieces that fail it). Their bodies, the rows `(...)`, come
     back already checked. Otherwise True when there is no such statement to take here (none,
     or another head first), False when the first statement does not have this shape; the
     caller then gathers the block by quote parity (gather), which takes every other shape.
     """
-    from core.sources.sqlbulk import check_rows
+    from core.sources.sqlscript.bulk_values import check_rows
 
     if not len(s):
         return True

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from core.sources.sqlstatements import InsertTarget
+from core.sources.sqlscript.statements import InsertTarget
 
 __all__ = ["CopyChunk", "copy_block_end"]
 

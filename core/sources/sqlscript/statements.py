@@ -1,6 +1,6 @@
 """What one statement of a data script means: rows to load, a COPY block, or harmless preamble.
 
-Works on the tokens of sqlscan.lex; anything that is not data or pg_dump's preamble is
+Works on the tokens of lexer.lex; anything that is not data or pg_dump's preamble is
 refused with the statement's line.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.sources.sqlscan import DEFAULT_VALUE, ScriptError, Token, lex
+from core.sources.sqlscript.lexer import DEFAULT_VALUE, ScriptError, Token, lex
 
 Row = list[str | None]
 

@@ -2,7 +2,7 @@
 
 A chunk holds rows of one table in file order: parsed INSERT rows (ParsedChunk), checked
 INSERT rows still as their literal text, to go to COPY as CSV (CsvChunk), or a COPY block's
-own bytes (CopyChunk, sqlscript_copy). sqlscript_parser makes them; sql_source and
+own bytes (CopyChunk, copy_blocks). reader makes them; source and
 script_load take them.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from core.sources.sqlbulk import rows_to_csv
-from core.sources.sqlscript_copy import CopyChunk
-from core.sources.sqlstatements import InsertTarget
+from core.sources.sqlscript.bulk_values import rows_to_csv
+from core.sources.sqlscript.copy_blocks import CopyChunk
+from core.sources.sqlscript.statements import InsertTarget
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from core.sources.sqlscan import DEFAULT_VALUE
+from core.sources.sqlscript.lexer import DEFAULT_VALUE
 
 T = TypeVar("T")
 _HALVES_FROM = 20_000  # rows: below this, one thread is as fast
@@ -171,7 +171,7 @@ _COPY_ESCAPES = (("\\n", "\n"), ("\\t", "\t"), ("\\r", "\r"), ("\\b", "\x08"), (
 
 def copy_text_frame(text: str, width: int, first_line: int) -> pl.DataFrame:
     """Rows of COPY text (tab-separated, \\N for NULL, backslash escapes) as string columns."""
-    from core.sources.sqlscan import ScriptError
+    from core.sources.sqlscript.lexer import ScriptError
 
     lines = pl.Series("l", [text], dtype=pl.String).str.strip_suffix("\n").str.split("\n").explode()
     lines = lines.str.strip_suffix("\r")
