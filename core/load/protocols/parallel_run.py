@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from core.load.context import RunContext
     from core.plan import Plan
     from core.result import LoadResult
+    from core.server import TargetInfo
 
 
 def _copies(cls: type[Strategy], ctx: WriteContext, raw_options: dict[str, str] | None,
@@ -188,7 +189,8 @@ def data_span(plan: Plan) -> tuple[int, int] | None:
     return start, size
 
 
-def byte_cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alone: bool = False) -> Iterator[int]:
+def byte_cuts(plan: Plan, span: tuple[int, int], workers: int, info: TargetInfo | None,
+              first_alone: bool = False) -> Iterator[int]:
     """Chunk boundaries, found as the streams go (see csv_records.record_cuts). A first chunk
     that commits alone (with truncate's TRUNCATE) is small: the other streams wait for it. So are
     the streams' first chunks, so that every stream starts as soon as it is connected."""

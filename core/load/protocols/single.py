@@ -47,6 +47,7 @@ from core.strategies.base import Strategy, WriteContext, WriteFailed
 
 if TYPE_CHECKING:
     from core.load.context import RunContext
+    from core.server import Choice
 
 
 def run_single(
@@ -262,7 +263,7 @@ def _in_targets_names(error: SluiceError, stage: TableRef | None, private: Table
     return error
 
 
-def staged_load(cls: type[Strategy], mode: LoadMode, choice: Any) -> bool:
+def staged_load(cls: type[Strategy], mode: LoadMode, choice: Choice | None) -> bool:
     """Whether a single-commit load goes through a staging table moved in one transaction:
     upsert, a strategy that commits by itself, or a multi-connection protocol that says so.
     Not a new table loaded under a private name: nobody sees it before its rename anyway."""
