@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from core.sources.base import Batch, RawChunk, Source
     from core.sources.sniff import CsvDialect
 
@@ -15,6 +17,7 @@ class RawCsvSource(Protocol):
     """A CSV file whose own bytes can go to COPY: its dialect, its records in raw chunks, the
     columns where its null marker counts, and rows found again by COPY's data line."""
 
+    path: Path
     dialect: CsvDialect
     null_columns: list[str] | None
     empty_null_columns: list[str]

@@ -119,7 +119,7 @@ def test_parallel_copy_ramps_its_first_ranges_except_on_citus(
     path = _quoted_newlines(tmp_path / "q.csv", 4_000)
     start = path.read_bytes().index(b"\n") + 1
     plan: Any = SimpleNamespace(source=SimpleNamespace(path=path, dialect=SimpleNamespace(delimiter=",", quote='"')))
-    cuts = list(parallel_run.byte_cuts(plan, (start, path.stat().st_size), 2, SimpleNamespace(distributed=distributed)))
+    cuts = list(parallel_run.byte_cuts(plan.source, (start, path.stat().st_size), 2, SimpleNamespace(distributed=distributed)))
     sizes = [b - a for a, b in zip(cuts, cuts[1:])]
     if distributed:
         assert min(sizes[:2]) > 6_000  # full size from the first range on

@@ -93,7 +93,8 @@ def run_per_batch(
         bytes_base = span[0] + sum(c.hi - c.lo for c in done) if by_bytes and span is not None else None
         streams.on_progress = progress(run, streams, base, bytes_base)
         if by_bytes and span is not None:
-            pieces = byte_pieces(byte_cuts(plan, span, ctx.workers, run.target_info, truncate is not None), ranges)
+            cuts = byte_cuts(_csv(plan), span, ctx.workers, run.target_info, truncate is not None)
+            pieces = byte_pieces(cuts, ranges)
         elif raw:
             pieces = raw_pieces(_csv(plan), ranges, _record_counter(plan))
         else:
@@ -189,7 +190,7 @@ def data_span(plan: Plan) -> tuple[int, int] | None:
     return start, size
 
 
-def byte_cuts(plan: Plan, span: tuple[int, int], workers: int, info: TargetInfo | None,
+def byte_cuts(source: RawCsvSource, span: tuple[int, int], workers: int, info: TargetInfo | None,
               first_alone: bool = False) -> Iterator[int]:
     """Chunk boundaries, found as the streams go (see csv_records.record_cuts). A first chunk
     that commits alone (with truncate's TRUNCATE) is small: the other streams wait for it. So are
@@ -198,11 +199,11 @@ def byte_cuts(plan: Plan, span: tuple[int, int], workers: int, info: TargetInfo 
     distributed = info is not None and info.distributed
     per, top = (CHUNKS_PER_STREAM_DISTRIBUTED, DISTRIBUTED_CHUNK_MAX) if distributed else (CHUNKS_PER_STREAM, CHUNK_MAX)
     every = min(top, max(CHUNK_MIN, (end - start) // (max(1, workers) * per) + 1))
-    d = _csv(plan).dialect
+    d = source.dialect
     # Not on Citus, where a chunk's commit is a distributed one that costs more than the wait.
     ramp = 0 if distributed else max(1, workers)
     first = tuple(min(every, size) for size in ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * ramp)
-    fd = os.open(str(plan.source.path), os.O_RDONLY)
+    fd = os.open(str(source.path), os.O_RDONLY)
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
         yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
                                first=first, taper=2 * max(1, workers))
@@ -277,9 +278,10 @@ def feed_byte_ranges(run: RunContext, strategy: Strategy, plan: Plan) -> None:
         run.bytes_read = min(size, span[0] + sent)
         run.emit(Phase.LOADING)
 
-    ranges = ((p.lo, p.hi) for p in byte_pieces(byte_cuts(plan, span, max(1, strategy.ctx.workers), run.target_info),
-                                                Ranges([])))
-    strategy.feed_raw(ranges, str(plan.source.path), _csv(plan).dialect.quote.encode(), progress)
+    source = _csv(plan)
+    cuts = byte_cuts(source, span, max(1, strategy.ctx.workers), run.target_info)
+    ranges = ((p.lo, p.hi) for p in byte_pieces(cuts, Ranges([])))
+    strategy.feed_raw(ranges, str(source.path), source.dialect.quote.encode(), progress)
     plan.source.check_unchanged()
 
 
