@@ -31,7 +31,7 @@ from core.db import TableRef, connect, resolve_dsn
 from core.errors import Cancelled, ConfigError, SluiceError
 from core.load.job import LoadJob
 from core.plan import plan_load
-from core.sources.sqlscript.source import SqlScriptSource
+from core.sources.abilities import InsertScript
 from core.spec import ColumnMap, LoadMode, LoadSpec, SourceOptions
 from core.strategies.catalogue import get_strategy
 
@@ -179,7 +179,7 @@ def _write_script_sample(source: Any, rows: int, folder: Path) -> tuple[SourceOp
     head = "INSERT INTO " + _sql_ident(source.target.table)
     if source.has_column_list:
         head += " (" + ", ".join(_sql_ident(c) for c in cols) + ")"
-    tail = " ON CONFLICT DO NOTHING" if isinstance(source, SqlScriptSource) and source.on_conflict else ""
+    tail = " ON CONFLICT DO NOTHING" if isinstance(source, InsertScript) and source.on_conflict else ""
     taken = 0
     with open(path, "w", encoding="utf-8") as f:
         for batch in source.batches(min(rows, 50_000)):

@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 
 from core import checkpoint as ck
-from core import janitor, server
+from core import janitor
 from core import mapping as mp
 from core.auto import AUTO, Choice, choose
 from core.batch_size import source_row_width
@@ -45,7 +45,7 @@ from core.load.context import RunContext
 from core.load.protocols import per_batch, single
 from core.plan import Plan, plan_load
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
-from core.sources.sqlscript.source import SqlScriptSource
+from core.sources.abilities import InsertScript
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy
 from core.strategies.catalogue import all_strategies, get_strategy
@@ -231,11 +231,11 @@ class LoadJob:
         used = {m.source for m in mp.included(plan.maps) if m.source is not None}
         left = [c for c in plan.source.columns() if c not in used]
         if left and plan.source.format == "sql" and plan.exists and not self.spec.columns \
-                and not (isinstance(plan.source, SqlScriptSource) and plan.source.several):
+                and not (isinstance(plan.source, InsertScript) and plan.source.several):
             generated = {m.source for m in plan.maps if not m.include and m.target in plan.generated}
             left = [c for c in left if c not in generated]  # pg_dump's DEFAULT there: the server computes it
             if left:
-                placeholders = isinstance(plan.source, SqlScriptSource) and plan.source.has_column_list is False
+                placeholders = isinstance(plan.source, InsertScript) and plan.source.has_column_list is False
                 raise ConfigError(
                     f"the script's rows have {len(plan.source.columns())} values and {plan.target.display()} takes "
                     f"{len(plan.source.columns()) - len(left)} (psql refuses such rows too)" if placeholders else
@@ -286,6 +286,8 @@ class LoadJob:
     def _choose_protocol(self, cls: type[Strategy], ctl: psycopg.Connection[Any], plan: Plan) -> None:
         if not cls.multi_connection:
             return
+        from core import server  # read only for several connections
+
         info = self.chosen.target if self.chosen is not None and self.chosen.target is not None \
             else server.inspect(ctl, plan.target)  # auto's, read once
         choice = server.choose(

@@ -33,6 +33,22 @@ class RawCsvSource(Protocol):
     def row_at_data_line(self, data_line: int) -> int | None: ...
 
 
+@runtime_checkable
+class InsertScript(Protocol):
+    """A data script read into rows (core.sources.sqlscript.source.SqlScriptSource), asked without
+    importing its reader: whether its INSERTs say ON CONFLICT DO NOTHING, whether it fills several
+    tables, and whether its INSERTs name their columns."""
+
+    @property
+    def on_conflict(self) -> bool: ...
+
+    @property
+    def several(self) -> bool: ...
+
+    @property
+    def has_column_list(self) -> bool: ...
+
+
 def copy_reads_as_is(source: Source) -> bool:
     """A CSV whose own bytes COPY can read as Sluice does. Not one that writes NULL two ways
     (a marker, and empty fields in typed columns): COPY takes one NULL string."""

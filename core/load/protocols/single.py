@@ -25,7 +25,6 @@ from core.errors import (
 from core.events import Phase
 from core.load import stages, warm_start
 from core.load.explain import explain
-from core.load.protocols import parallel_run
 from core.load.protocols.common import (
     drop_table,
     ensure_target,
@@ -39,14 +38,14 @@ from core.load.protocols.common import (
 from core.load.rejects import RejectWriter
 from core.plan import Plan
 from core.result import LoadResult
-from core.sources.abilities import RawCsvSource, copy_reads_as_is
-from core.sources.sqlscript.source import SqlScriptSource
+from core.sources.abilities import InsertScript, RawCsvSource, copy_reads_as_is
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.abilities import ReplaysOnConflict, TwoPhaseCommits, WarmStarts
 from core.strategies.base import Strategy, WriteContext, WriteFailed
 
 if TYPE_CHECKING:
     from core.load.context import RunContext
+    from core.load.protocols.parallel_run import SkipStreams
     from core.server import Choice
 
 
@@ -58,7 +57,7 @@ def run_single(
     stage: TableRef | None = None
     private: TableRef | None = None  # create-then-rename: the new table under its private name
     strategy: Strategy | None = None
-    skip_streams: parallel_run.SkipStreams | None = None  # `skip` over N streams: they take the source themselves
+    skip_streams: SkipStreams | None = None  # `skip` over N streams: they take the source themselves
     proto = run.protocol.protocol if run.protocol is not None else None
     moving = False  # the staging table's rows are being moved into the target
     # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
@@ -122,10 +121,13 @@ def run_single(
             ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
             ctx.force_not_null = raw_text_columns(plan)
         if cls.chunk_commits and spec.on_error is ErrorPolicy.SKIP:
-            strategy = skip_streams = parallel_run.SkipStreams(ctx)  # bad rows isolated chunk by chunk on every stream
+            # parallel_run is imported where it is used: a one-connection load never starts it up.
+            from core.load.protocols.parallel_run import SkipStreams
+
+            strategy = skip_streams = SkipStreams(ctx)  # bad rows isolated chunk by chunk on every stream
         else:
             strategy = cls(ctx)
-        if isinstance(plan.source, SqlScriptSource) and plan.source.on_conflict \
+        if isinstance(plan.source, InsertScript) and plan.source.on_conflict \
                 and isinstance(strategy, ReplaysOnConflict):
             strategy.on_conflict = True  # a script's INSERT ... ON CONFLICT DO NOTHING, replayed as such
         if isinstance(strategy, TwoPhaseCommits):
@@ -137,7 +139,9 @@ def run_single(
         run.emit(Phase.LOADING, force=True)
         run.cancel.check()
         if raw and cls.multi_connection:
-            parallel_run.feed_byte_ranges(run, strategy, plan)  # streams read their own byte ranges
+            from core.load.protocols.parallel_run import feed_byte_ranges
+
+            feed_byte_ranges(run, strategy, plan)  # streams read their own byte ranges
         elif raw:
             stages.stream_raw(run, strategy, plan)
         elif warm:
