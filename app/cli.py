@@ -180,7 +180,7 @@ def spec_from_args(a: argparse.Namespace) -> LoadSpec:
 
 def _script_table(src: SourceOptions) -> tuple[str | None, str]:
     from core.sources.factory import open_source
-    from core.sources.sql_source import SqlScriptSource
+    from core.sources.sqlscript.source import SqlScriptSource
 
     source = open_source(src)
     assert isinstance(source, SqlScriptSource)
@@ -200,7 +200,7 @@ def _warm_up() -> threading.Thread:
 
     def run() -> None:
         try:
-            import core.job  # noqa: F401
+            import core.load.job  # noqa: F401
         except ImportError:
             pass  # the real import in cmd_load reports it
 
@@ -212,7 +212,7 @@ def _warm_up() -> threading.Thread:
 def _one_script_table(src: SourceOptions) -> None:
     """--table names one table: a script that fills several must say which (read once, kept for the load)."""
     from core.sources.factory import open_source
-    from core.sources.sql_source import SqlScriptSource
+    from core.sources.sqlscript.source import SqlScriptSource
 
     source = open_source(src)
     if isinstance(source, SqlScriptSource) and source.several:
@@ -277,7 +277,7 @@ def cmd_load(
 
 
 def cmd_strategies() -> int:
-    from core.strategies.base import all_strategies
+    from core.strategies.catalogue import all_strategies
 
     print(f"{'auto':<20} picks the strategy, batch size and workers from the file and the target (default)")
     for cls in all_strategies():
@@ -340,7 +340,7 @@ def main(argv: Sequence[str]) -> int:
         if args.command == "compare":
             from app.compare_cli import cmd_compare
 
-            return int(cmd_compare(args))
+            return int(cmd_compare(args, spec_from_args))
     except SluiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if as_json:

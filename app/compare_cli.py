@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 
-from core.compare import CompareSpec, run_compare, verdict
 from core.errors import ConfigError
+from core.lab.compare import CompareSpec, run_compare, verdict
+from core.spec import LoadSpec
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -17,9 +19,9 @@ def _ints(text: str, what: str) -> list[int]:
         raise ConfigError(f"{what} must be comma-separated whole numbers, not {text!r}") from None
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    from app.cli import spec_from_args
-
+def cmd_compare(args: argparse.Namespace, spec_from_args: Callable[[argparse.Namespace], LoadSpec]) -> int:
+    """`spec_from_args`: the CLI's reading of the load options (app.cli), handed in so that this
+    module needs nothing of the CLI's."""
     batch_rows, workers = _ints(args.batch_rows, "--batch-rows"), _ints(args.workers, "--workers")
     args.batch_rows, args.workers = batch_rows[0], workers[0]
     args.strategy, args.commit, args.on_error = "copy-csv", "single", "abort"

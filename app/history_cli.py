@@ -11,7 +11,7 @@ from core.errors import Cancelled, SluiceError, UnfinishedRun
 from core.history import Entry, History, from_failure, from_result, record
 
 if TYPE_CHECKING:
-    from core.job import LoadJob, LoadResult
+    from core.load.job import LoadJob, LoadResult
     from core.many_files import EachFileJob
     from core.spec import LoadSpec
 

@@ -46,7 +46,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--strategies", default="", help="comma-separated ids (default: auto and every strategy)")
     a = ap.parse_args()
-    from core.strategies.base import all_strategies
+    from core.strategies.catalogue import all_strategies
 
     path = big_csv()
     print(f"{path.name}: {path.stat().st_size / 1e9:.2f} GB; each load stopped after {a.seconds:.0f} s\n")

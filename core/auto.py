@@ -44,7 +44,7 @@ class Choice:
 
 def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
     from core import mapping as mp
-    from core.protocols.common import source_is_csv
+    from core.sources.abilities import copy_reads_as_is
 
     source = plan.source
     width = source_row_width(source.path, source.size, source.format)
@@ -62,7 +62,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
         return Choice("pipeline", rows, 1, f"wide rows (about {width:,} bytes each): the server's per-row work "
                       "dominates, and pipelined INSERTs measured fastest into a logged table (issue 14)")
     identity = mp.is_identity(plan.maps, source.columns())
-    if source_is_csv(source) and identity and local and source.size >= PARALLEL_MIN_BYTES:
+    if copy_reads_as_is(source) and identity and local and source.size >= PARALLEL_MIN_BYTES:
         parallel = _parallel(spec, plan, ctl)
         if parallel is not None:
             return parallel
@@ -79,7 +79,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
                       f"every column has an exact binary form and the file is large ({size}): binary COPY "
                       "spares the server its text parsing, and the client's typing and encoding run on the "
                       "other core")
-    if source_is_csv(source) and identity and local:
+    if copy_reads_as_is(source) and identity and local:
         return Choice("copy-csv", batch, 1, "a CSV file mapped column for column onto a server on this machine: "
                       "its own bytes go to COPY, so the client spends almost nothing on cores the server needs")
     if typed():
@@ -105,7 +105,7 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
     in create mode on PostgreSQL 15, where copy-binary cannot help (the new table's numeric
     column has no exact binary form; 0.85x); 1.20x appended with two-phase commit on the
     embedded PostgreSQL 18, against copy-binary's 1.16x there."""
-    from core.protocols import target
+    from core import server as target
     from core.spec import LoadMode
 
     workers = min(4, os.cpu_count() or 1)

@@ -17,7 +17,7 @@ def server_reason(exc: psycopg.Error) -> str:
     text = exc.diag.message_primary or (lines[0] if lines else type(exc).__name__)
     if text.startswith("invalid byte sequence") and text.endswith(": 0x00"):
         # Sources never send a NUL byte (CSV readers refuse one): this is a script's DEFAULT
-        # (sqlscan.DEFAULT_VALUE) in a column that is not generated, where only a value can go.
+        # (lexer.DEFAULT_VALUE) in a column that is not generated, where only a value can go.
         return ("DEFAULT where a value belongs: a script may say DEFAULT only for a generated column; "
                 "Sluice writes the script's values, not a column's default")
     detail = exc.diag.message_detail

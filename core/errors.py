@@ -113,3 +113,9 @@ def _short(value: str | None, limit: int = 80) -> str:
         return "NULL"
     text = value if len(value) <= limit else value[:limit] + f"... ({len(value)} chars)"
     return repr(text)
+
+
+class ParseInstead(Exception):
+    """COPY cannot take the file's own bytes here (their shape, a quote it would read otherwise,
+    a refusal during a warm start): the load goes through the parser instead, which names a
+    bad row exactly. Not a SluiceError: the load catches it and never reports it as such."""

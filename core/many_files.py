@@ -1,19 +1,18 @@
-"""Many files, one table: what each file gave, and `--commit per-file`.
+"""Many files, one table: `--commit per-file`.
 
 A folder, a glob or a list of files (core.sources.many) loads as one source: under
 `single` all files go in one transaction (all or nothing), under `per-batch` batch by
 batch with resume, as one file would. `per-file` commits every file on its own: each is a
 load of its own (every strategy's fast path, the file's own reject file), so a bad file
 rolls back alone and leaves the files before it loaded; the book records each file as it
-commits, and `--resume` goes on with the first file not loaded.
+commits, and `--resume` goes on with the first file not loaded. What one load of many files
+says before and after its run is core.load.many.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -23,82 +22,19 @@ from core import checkpoint as ck
 from core.cancel import CancelToken
 from core.errors import SluiceError, UnfinishedRun
 from core.events import Phase, Progress
+from core.load.many import file_json
 from core.result import LoadResult
 from core.sources.many import FileCount, ManySource, is_many
 from core.spec import CommitMode, LoadMode, LoadSpec
 
 if TYPE_CHECKING:
-    from core.job import Foresight, LoadJob
-    from core.plan import Plan
-
-
-# -- hooks of LoadJob: many files read as one source ----------------------------------------------
-
-
-def settled(job: LoadJob, plan: Plan) -> None:
-    """Said before the run: the files, in their order, and any read by name in another order.
-    `per-file` given to one load means one transaction (make_job runs files one by one)."""
-    if job.spec.commit is CommitMode.PER_FILE:
-        job.spec = replace(job.spec, commit=CommitMode.SINGLE)
-    source = plan.source
-    if not isinstance(source, ManySource):
-        return
-    job.many = source  # type: ignore[attr-defined]
-    if job.spec.reject_file is None:  # not `<pattern>.rejects.csv`, a name with a * in it
-        job.spec = replace(job.spec, reject_file=source.reject_default())
-    how = {CommitMode.SINGLE: "in one transaction", CommitMode.PER_BATCH: "committed batch by batch"}
-    job.on_log(f"{source.describe_files()} read as one source, {how.get(job.spec.commit, '')}")
-    for f in source.empty:
-        job.on_log(f"{f}: empty (0 bytes), passed over")
-    if source.reordered:
-        job.on_log(f"columns in another order in {', '.join(source.reordered)}: taken by name")
-
-
-def report(job: LoadJob, result: LoadResult) -> LoadResult:
-    """A finished load of many files: each file's rows read, loaded and rejected, in the log and the result."""
-    source = getattr(job, "many", None)
-    if not isinstance(source, ManySource):
-        return result
-    counts = source.counts(_rejected_by_file(result.reject_file), result.rows_loaded)
-    for c in counts:
-        job.on_log(c.describe())
-    return replace(result, files=tuple(_json(c) for c in counts))
-
-
-def in_commit(job: LoadJob, conn: Any) -> None:
-    """Hook of the single-commit protocol, inside the transaction that commits a load's rows: a
-    file of a per-file run is marked loaded in that same commit (EachFileJob sets `file_mark`), so
-    a run that dies just after it never loads that file twice on --resume."""
-    mark = getattr(job, "file_mark", None)
-    if mark is not None and conn is not None:
-        mark(conn, job)
-        job.file_mark = None  # type: ignore[attr-defined]
-
-
-def _rejected_by_file(reject_file: str | None) -> dict[str, int]:
-    """How many of a reject file's records each file has (its `file` column)."""
-    if not reject_file or not Path(reject_file).is_file():
-        return {}
-    with open(reject_file, newline="", encoding="utf-8") as f:
-        return dict(Counter(r.get("file") or "" for r in csv.DictReader(f)))
-
-
-def _json(c: FileCount, reject_file: str | None = None) -> dict[str, Any]:
-    d: dict[str, Any] = {"file": c.file, "rows_read": c.rows_read, "rows_loaded": c.rows_loaded,
-                         "rows_rejected": c.rows_rejected}
-    if c.empty:
-        d["empty"] = True
-    if reject_file:
-        d["reject_file"] = reject_file
-    return d
-
-
-# -- the job a caller runs ---------------------------------------------------------------------------
+    from core.load.context import RunContext
+    from core.load.job import Foresight, LoadJob
 
 
 def make_job(spec: LoadSpec, **kwargs: Any) -> LoadJob | EachFileJob:
     """The job for `spec`: one LoadJob, or, for `--commit per-file` over many files, one per file."""
-    from core.job import LoadJob
+    from core.load.job import LoadJob
 
     if spec.commit is CommitMode.PER_FILE and is_many(spec.source.path) and not kwargs.get("dry_run"):
         return EachFileJob(spec, **kwargs)
@@ -144,7 +80,7 @@ class EachFileJob:
                                                           ddl=spec.target.ddl if mode is LoadMode.CREATE else None))
 
     def foresee(self) -> Foresight:
-        from core.job import LoadJob
+        from core.load.job import LoadJob
 
         seen = LoadJob(replace(self.spec, commit=CommitMode.SINGLE)).foresee()
         return replace(seen, protocol="per-file", reason=(seen.reason + "; " if seen.reason else "")
@@ -160,7 +96,7 @@ class EachFileJob:
 
     def run(self) -> LoadResult:
         from core.db import TableRef, connect, resolve_dsn
-        from core.job import LoadJob
+        from core.load.job import LoadJob
         from core.plan import plan_load
 
         self._t0 = time.monotonic()
@@ -188,7 +124,7 @@ class EachFileJob:
                 if str(part.path) in done:
                     mark = done[str(part.path)]
                     self.on_log(f"{part.path}: loaded by the earlier run ({mark.rows_loaded:,} rows); skipped")
-                    counts.append(_json(FileCount(str(part.path), mark.rows_done, mark.rows_loaded,
+                    counts.append(file_json(FileCount(str(part.path), mark.rows_done, mark.rows_loaded,
                                                   mark.rows_rejected)) | {"skipped": True})
                     self._add(mark.rows_done, mark.rows_loaded, mark.rows_rejected, part.size)
                     continue
@@ -200,32 +136,33 @@ class EachFileJob:
                               on_progress=self._progress, on_log=self.on_log, cancel=self.cancel)
                 fingerprint = ck.fingerprint(part.path)
 
-                def file_mark(conn: Any, j: LoadJob, key: str = key, path: Path = part.path,
+                def file_mark(conn: Any, run: RunContext, key: str = key, path: Path = part.path,
                               fp: str = fingerprint) -> None:
-                    _mark(conn, ref, key, path, fp, j.spec.strategy, (j.rows_read, j.rows_loaded, j.rows_rejected))
+                    _mark(conn, ref, key, path, fp, run.spec.strategy,
+                          (run.rows_read, run.rows_loaded, run.rows_rejected))
 
-                job.file_mark = file_mark  # type: ignore[attr-defined]  # written in the file's own commit (in_commit)
+                job.ctx.file_mark = file_mark  # written in the file's own commit (RunContext.mark_file)
                 try:
                     result = job.run()
                 except SluiceError as exc:
                     raise self._stopped(exc, part.path, counts) from None
                 loaded_any = True
                 strategy = result.strategy
-                if getattr(job, "file_mark", None) is not None:  # several streams' commit: just after it
+                if job.ctx.file_mark is not None:  # several streams' commit: just after it
                     with ctl.transaction():
                         _mark(ctl, ref, key, part.path, fingerprint, result.strategy,
                               (result.rows_read, result.rows_loaded, result.rows_rejected))
                 first_reject = first_reject or result.reject_file
                 count = FileCount(str(part.path), result.rows_read, result.rows_loaded, result.rows_rejected)
                 self.on_log(count.describe() + (f" (rejects: {result.reject_file})" if result.reject_file else ""))
-                counts.append(_json(count, result.reject_file))
+                counts.append(file_json(count, result.reject_file))
                 self._add(result.rows_read, result.rows_loaded, result.rows_rejected, part.size)
             ck.finish(ctl, ref, run_key)
         read, loaded, rejected, size = self._base
         seconds = time.monotonic() - self._t0
         self.on_progress(Progress(Phase.DONE, read, loaded, rejected, size, self._total_bytes, seconds))
         by_file = {c["file"]: c for c in counts}
-        counts = [by_file.get(str(f)) or _json(FileCount(str(f), 0, 0, 0, empty=True)) for f in source.files
+        counts = [by_file.get(str(f)) or file_json(FileCount(str(f), 0, 0, 0, empty=True)) for f in source.files
                   if str(f) in by_file or f in source.empty]  # in file order, the empty ones said
         before = sum(c["rows_loaded"] for c in counts if c.get("skipped"))
         return LoadResult(strategy, read, loaded, rejected, seconds, size, first_reject, files=tuple(counts),

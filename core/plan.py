@@ -10,9 +10,9 @@ import psycopg
 from core import mapping as mp
 from core import relative_dates
 from core.db import TableRef, table_columns
-from core.script_mapping import positional_maps
 from core.sources.base import Source
 from core.sources.factory import open_source
+from core.sources.sqlscript.columns import positional_maps
 from core.spec import ColumnMap, LoadSpec
 
 

@@ -14,8 +14,8 @@ from core import relative_dates
 from core.db import Column, TableRef, connect, list_schemas, list_tables, resolve_dsn, table_columns
 from core.errors import SluiceError
 from core.pgtypes import is_relative, normalize_type, refused, text_reason
-from core.protocols.common import count_records
 from core.sources.base import BadRecord, Source
+from core.sources.csv.records import count_records
 from core.sources.factory import open_source
 from core.sources.many import ManySource
 from core.spec import ColumnMap, SourceOptions

@@ -165,7 +165,7 @@ def compare_section(rest: dict[str, Any]) -> dict[str, Any] | None:
             raise ConfigError(f"profile [compare] {key} must not be negative: {value!r}")
         out[key] = [*items] if key in _COMPARE_LISTS else value
     if "strategies" in out:
-        from core.strategies.base import get_strategy
+        from core.strategies.catalogue import get_strategy
 
         for sid in out["strategies"]:
             get_strategy(sid)  # ConfigError for an unknown id

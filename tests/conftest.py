@@ -36,7 +36,7 @@ def _our_tmp() -> set[str]:
 @pytest.fixture(autouse=True)
 def _nothing_left_behind() -> Iterator[None]:
     """Fail a test that leaves a thread, a running relay or a temporary folder of Sluice's behind."""
-    from core import relay
+    from core.lab import relay
 
     threads, relays, tmp = set(threading.enumerate()), set(relay.running()), _our_tmp()
     yield

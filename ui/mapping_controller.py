@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Qt
 from core.db import TableRef
 from core.mapping import match_by_name
 from core.preview import SourceInfo, inspect_table, table_size
-from core.script_mapping import positional_maps
+from core.sources.sqlscript.columns import positional_maps
 from core.spec import ColumnMap, LoadMode
 from core.target_facts import TableSize
 from ui.ddl_box import DdlBox

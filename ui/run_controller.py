@@ -19,7 +19,7 @@ from core.embedded import data_dir
 from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
 from core.history import Entry, strategy_used, target_of
-from core.job import LoadJob, LoadResult
+from core.load.job import LoadJob, LoadResult
 from core.many_files import EachFileJob, make_job
 from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec

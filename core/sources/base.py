@@ -7,15 +7,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import polars as pl
 
 from core.errors import SourceChanged, SourceError
 from core.spec import SourceOptions
-
-if TYPE_CHECKING:
-    from core.relative_dates import RelativeDates
 
 
 @dataclass(frozen=True)
@@ -67,11 +64,24 @@ class Fingerprint:
     mtime_ns: int
 
 
+class ValueGuard(Protocol):
+    """Values the client refuses before they are sent (core.relative_dates.RelativeDates, which
+    the plan sets on the source): the sources ask it without importing it."""
+
+    def apply(self, source: Source, batches: Iterator[Batch], with_bad: bool) -> Iterator[Batch]: ...
+
+    def may_hold(self, data: bytes | memoryview) -> bool: ...
+
+    def file_may_hold(self, path: str | Path, block: int = ...) -> bool: ...
+
+    def raw_refused(self, source: Source, data: bytes) -> bool: ...
+
+
 class Source(ABC):
     """Reads one file. Column names are fixed at construction; batches stream."""
 
     format: str = ""
-    refuse: RelativeDates | None = None  # set by the plan: values refused before they are sent
+    refuse: ValueGuard | None = None  # set by the plan: values refused before they are sent
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -166,7 +176,7 @@ def rebatch_parts(
     says where it sits among them and the frame's rows fill the others, in order. A bad
     record ends the batch being filled (its frame must stay contiguous) and opens the next.
     `start` is the source row and position of the first part (parts that continue a source
-    whose beginning went elsewhere: core.warm_start).
+    whose beginning went elsewhere: core.load.warm_start).
     """
     r = _Rebatcher(batch_rows, skip_rows)
     r.first = r.next_row = start[0]

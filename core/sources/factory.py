@@ -14,7 +14,7 @@ def open_source(options: SourceOptions) -> Source:
     from core.sources.sniff import compressed, detect_format
 
     if is_many(options.path):  # a folder, a glob or a list of files: one source (core.sources.many)
-        return ManySource(options)
+        return ManySource(options, open_source)
 
     packed = compressed(options.path)
     if packed is not None:
@@ -34,11 +34,11 @@ def open_source(options: SourceOptions) -> Source:
     options.format = fmt
     _check(options, fmt)
     if fmt in ("csv", "tsv"):
-        from core.sources.csv_source import CsvSource
+        from core.sources.csv.source import CsvSource
 
         return CsvSource(options, tsv=fmt == "tsv")
     if fmt == "sql":
-        from core.sources.sql_source import SqlScriptSource
+        from core.sources.sqlscript.source import SqlScriptSource
 
         return SqlScriptSource(options)
     from core.sources import typed_sources as t

@@ -16,20 +16,16 @@ import glob
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
 from core.errors import ConfigError, SourceError
-from core.protocols.common import count_records
-from core.sources.base import Batch, Fingerprint, RawChunk, Source
+from core.sources.base import Batch, Fingerprint, RawChunk, Source, ValueGuard
+from core.sources.csv.records import count_records
 from core.spec import SourceOptions
-
-if TYPE_CHECKING:
-    from core.relative_dates import RelativeDates
 
 GLOB_CHARS = frozenset("*?[")
 LIST_SEP = os.pathsep  # a list of files in one path field: a.csv:b.csv (a.csv;b.csv on Windows)
@@ -158,8 +154,9 @@ class FileCount:
 class ManySource(Source):
     """Several files with the same columns, read one after the other as one source."""
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, open_one: Callable[[SourceOptions], Source]) -> None:
         self.options = options
+        self._open_one = open_one  # core.sources.factory.open_source, given: this module never imports it
         self.path = Path(options.path)
         self.files = expand(options.path)
         # A file of 0 bytes (an empty month, written by a tool that writes no header then) has no
@@ -194,8 +191,7 @@ class ManySource(Source):
         self._rows: dict[int, int] = {}  # part index -> its rows (bad records included), once known
 
     def _open_parts(self, options: SourceOptions, files: list[Path]) -> list[Source]:
-        from core.sources.factory import open_source
-
+        open_source = self._open_one
         first = open_source(replace(options, path=str(files[0])))
         if first.format == "sql":
             raise ConfigError("SQL scripts name their own tables: load them one at a time")
@@ -206,14 +202,13 @@ class ManySource(Source):
         parts = [first, *(open_source(replace(same, path=str(f))) for f in files[1:])]
         if d is None or options.null is not None:
             return parts
-        return self._one_marker(parts, same)
+        return self._one_marker(parts, same, open_source)
 
     @staticmethod
-    def _one_marker(parts: list[Source], same: SourceOptions) -> list[Source]:
+    def _one_marker(parts: list[Source], same: SourceOptions,
+                    open_source: Callable[[SourceOptions], Source]) -> list[Source]:
         """One sniffed NULL marker for every file, in the columns where any file showed it
         standing for a gap: a column means the same in January and in March."""
-        from core.sources.factory import open_source
-
         markers = sorted({p.dialect.null for p in parts if p.dialect.null})  # type: ignore[attr-defined]
         if not markers:
             return parts
@@ -319,16 +314,16 @@ class ManySource(Source):
     def load_batches(self, batch_rows: int, skip_rows: int = 0, *, with_bad: bool = False) -> Iterator[Batch]:
         return self._read(batch_rows, skip_rows, bad=with_bad, load=True)
 
-    _refuse: RelativeDates | None = None
+    _refuse: ValueGuard | None = None
 
     @property
-    def refuse(self) -> RelativeDates | None:
+    def refuse(self) -> ValueGuard | None:
         """The plan's guard against values the client refuses (core.relative_dates): every file's own,
         so that its raw chunks are looked at and its bad records named by it."""
         return self._refuse
 
     @refuse.setter
-    def refuse(self, guard: RelativeDates | None) -> None:
+    def refuse(self, guard: ValueGuard | None) -> None:
         self._refuse = guard
         for part in self.parts:
             part.refuse = guard
@@ -403,6 +398,14 @@ class ManySource(Source):
         by_file = {c.file: c for c in counts}
         return [by_file.get(str(f)) or FileCount(str(f), 0, 0, 0, empty=True) for f in self.files
                 if str(f) in by_file or f in self.empty]
+
+
+def load_fingerprint(path: str | Path) -> str:
+    """A load's checkpoint fingerprint of its source path: every file's for a folder, a glob or a
+    list (a file added, gone or changed differs), the one file's otherwise."""
+    from core import checkpoint as ck
+
+    return fingerprint(str(path)) if is_many(str(path)) else ck.fingerprint(path)
 
 
 def fingerprint(path: str) -> str:

@@ -32,7 +32,7 @@ class WriteContext:
     # The job's control connection, lent to a one-connection load so that it opens no second
     # one; open() takes it, close() hands it back idle and in autocommit without closing it.
     borrow: psycopg.Connection[Any] | None = None
-    # Warm start (core.warm_start): the file's first records go as they are while the
+    # Warm start (core.load.warm_start): the file's first records go as they are while the
     # strategy's encoder loads; copy_options then hold the file's dialect.
     warm: bool = False
 
@@ -62,8 +62,8 @@ class Strategy(ABC):
     multi_connection: ClassVar[bool] = False
     script_only: ClassVar[bool] = False
     streams_raw_csv: ClassVar[bool] = False  # can take the CSV file's own bytes
-    # Can send the CSV file's first records as they are while its encoder loads (write_raw,
-    # ready, sending_raw; core.warm_start).
+    # Can send the CSV file's first records as they are while its encoder loads (write_warm,
+    # ready, sending_raw: core.strategies.abilities.WarmStarts; core.load.warm_start).
     warms_with_raw_csv: ClassVar[bool] = False
     stream_rows: ClassVar[bool] = False  # WriteFailed.row counts from the load's start, not the batch's
     row_per_line: ClassVar[bool] = False  # its COPY stream holds one line (or tuple) per row: "line N" is row N
@@ -171,41 +171,6 @@ REGISTRY: dict[str, type[Strategy]] = {}
 def register(cls: type[Strategy]) -> type[Strategy]:
     REGISTRY[cls.id] = cls
     return cls
-
-
-def get_strategy(strategy_id: str) -> type[Strategy]:
-    from core.errors import ConfigError
-    from core.strategies import catalogue  # noqa: F401 - fills REGISTRY
-
-    try:
-        return REGISTRY[strategy_id]
-    except KeyError:
-        raise ConfigError(f"unknown strategy {strategy_id!r}; see `python -m app strategies`") from None
-
-
-ORDER = [
-    "connection-per-row",
-    "row-autocommit",
-    "row-transaction",
-    "executemany",
-    "pipeline",
-    "multirow-values",
-    "unnest",
-    "copy-text",
-    "copy-csv",
-    "copy-binary",
-    "parallel-copy",
-    "script-autocommit",
-    "script-transaction",
-    "script-do-block",
-]
-
-
-def all_strategies() -> list[type[Strategy]]:
-    """Every strategy, in the catalogue's order (slowest idea first, as the seeds tell it)."""
-    from core.strategies import catalogue  # noqa: F401
-
-    return sorted(REGISTRY.values(), key=lambda c: ORDER.index(c.id) if c.id in ORDER else len(ORDER))
 
 
 def rows_of(frame: pl.DataFrame) -> list[tuple[Any, ...]]:

@@ -225,7 +225,7 @@ class CopyBinary(_CopyStrategy):
     same transaction; `_base` keeps the rows of the earlier statements, so an error's row
     is still counted from the start of the stream.
 
-    Warm start (`ctx.warm`, core.warm_start): the encoder (polars, pyarrow, numpy and pgpq,
+    Warm start (`ctx.warm`, core.load.warm_start): the encoder (polars, pyarrow, numpy and pgpq,
     some 0.2 s of imports) is built on a thread while the file's first records go as they
     are, in a CSV COPY statement, so the server works from the first moment.
     """
@@ -330,7 +330,7 @@ class CopyBinary(_CopyStrategy):
         self._sent += frame.height
         return frame.height
 
-    def write_raw(self, data: bytes, records: int) -> None:
+    def write_warm(self, data: bytes, records: int) -> None:
         """The file's own records (warm start), in a CSV COPY statement."""
         self._switch("csv")
         copy = self._ensure_copy()
@@ -380,7 +380,7 @@ def encoder_loaded() -> bool:
 def warm_binary_typing() -> None:
     """Import what typing dates and timestamps needs (numpy), on the warm-up thread, and lend
     numpy to the CSV cutter, whose counts then leave the GIL to the other stages."""
-    from core.sources.csv_records import lend_numpy
+    from core.sources.csv.records import lend_numpy
     from core.strategies import fixed_width_times  # noqa: F401
 
     lend_numpy()

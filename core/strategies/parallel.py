@@ -6,22 +6,20 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import polars as pl
 import psycopg
 
 from core.db import connect
-from core.errors import LoadFailed
-from core.protocols.two_phase import LOCK_TIMEOUT, TwoPhaseGroup
+from core.errors import LoadFailed, ParseInstead
 from core.strategies.base import Strategy, WriteFailed, register
 from core.strategies.binary_frames import TRAILER
 from core.strategies.copy import copy_error_row, csv_copy_sql
+from core.two_phase import LOCK_TIMEOUT, TwoPhaseGroup
 
 if TYPE_CHECKING:
-    from core.job import LoadJob
-    from core.plan import Plan
     from core.strategies.binary_frames import BinaryFrames
 
 _STOP = object()
@@ -49,7 +47,7 @@ class _Worker(threading.Thread):
         self._fd = -1  # the source file, for byte ranges read here
 
     def run(self) -> None:
-        from core.protocols.common import count_records
+        from core.sources.csv.records import count_records
 
         q = self.owner.queue
         item = q.get()
@@ -90,7 +88,7 @@ class _Worker(threading.Thread):
                 os.close(self._fd)
 
     def _read(self, span: _Span) -> Iterator[memoryview]:
-        from core.protocols.byte_ranges import read_records
+        from core.sources.csv.byte_ranges import read_records
 
         if self._fd < 0:
             self._fd = os.open(self.owner.path, os.O_RDONLY)
@@ -214,44 +212,30 @@ class ParallelCopy(Strategy):
     path = ""  # feed_raw: the file the workers read
     quote = b'"'  # feed_raw: the file's quote, for counting its records
 
-    def feed_raw(self, job: LoadJob, plan: Plan) -> None:
+    def feed_raw(self, ranges: Iterable[tuple[int, int]], path: str, quote: bytes,
+                 progress: Callable[[int, int], None]) -> None:
         """The file's own bytes with no reader in between: each worker reads whole-record byte
-        ranges itself (cut by quote parity as parallel_run's per-batch chunks are), so the one
-        Python thread that read, cut and counted every chunk no longer takes a core's share."""
-        from core.events import Phase
-        from core.protocols import parallel_run as pr
-        from core.protocols.byte_ranges import Ranges, Reparse, byte_pieces
-        from core.protocols.common import _ParseInstead
+        ranges itself (cut by the protocol, by quote parity, as parallel_run's per-batch chunks
+        are), so the one Python thread that read, cut and counted every chunk no longer takes a
+        core's share. `progress(records, bytes)`: what the streams read and sent so far."""
+        self.path = path
+        self.quote = quote
 
-        span = pr._data_span(plan)
-        if span is None:
-            job._stream_raw(self, plan)
-            return
-        self.path = str(plan.source.path)
-        self.quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
-        def progress() -> None:
-            # What the streams read and sent so far; at the end the job checks it against what
-            # the server took.
-            job.rows_read = job.rows_loaded = sum(w.records for w in self.workers)
-            job.bytes_read = min(plan.source.size, span[0] + sum(w.bytes_sent for w in self.workers))
-            job._emit(Phase.LOADING)
+        def report() -> None:
+            progress(sum(w.records for w in self.workers), sum(w.bytes_sent for w in self.workers))
 
-        try:
-            for piece in byte_pieces(pr._cuts(plan, span, len(self.workers), job.target_info), Ranges([])):
-                self._put_item(_Span((piece.lo, piece.hi)))
-                progress()
-        except Reparse as why:
-            raise _ParseInstead(str(why)) from None
+        for lo, hi in ranges:
+            self._put_item(_Span((lo, hi)))
+            report()
         self._send_stops()
         # The last ranges: progress and cancel still work. join() returns as soon as its worker
         # ends (waiting on `failed` for 0.1 s at a time left every load idle ~50 ms at the end).
         while not self.failed.is_set() and (alive := [w for w in self.workers if w.is_alive()]):
             alive[0].join(0.1)
-            job.cancel.check()
-            progress()
+            self.ctx.cancel.check()
+            report()
         self.flush()  # every COPY has ended: errors surface here
-        progress()
-        plan.source.check_unchanged()
+        report()
 
     def write_raw(self, data: bytes) -> None:
         rows = data.count(b"\n")  # exact unless quoted fields hold newlines; used for error lines only
@@ -280,10 +264,8 @@ class ParallelCopy(Strategy):
                     continue
 
     def _raise_first(self) -> NoReturn:
-        from core.protocols.common import _ParseInstead
-
         error = self._first_error or next((w.error for w in self.workers if w.error is not None), None)
-        if isinstance(error, (WriteFailed, _ParseInstead)):
+        if isinstance(error, (WriteFailed, ParseInstead)):
             raise error
         if error is None:
             raise LoadFailed("the COPY workers stopped without a word; nothing was loaded")

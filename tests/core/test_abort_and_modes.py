@@ -12,9 +12,9 @@ import pytest
 from psycopg import sql
 
 from core.errors import BadRowError, ConfigError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 TABLE_STRATEGIES = [c.id for c in all_strategies() if not c.script_only]
 
@@ -117,8 +117,8 @@ def test_cancel_midway_leaves_the_table_unchanged(
     strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import core.job
-    import core.sources.csv_source
+    import core.load.context
+    import core.sources.csv.source
     from core.cancel import CancelToken
     from core.errors import Cancelled
     from core.events import Phase, Progress
@@ -128,8 +128,8 @@ def test_cancel_midway_leaves_the_table_unchanged(
     table = table_name("cancel")
     conn.execute(sql.SQL("CREATE TABLE {} (n int, s text)").format(sql.Identifier(table)))
     # Small chunks and unthrottled events, so "midway" is reached deterministically.
-    monkeypatch.setattr(core.sources.csv_source, "CHUNK_BYTES", 64 * 1024)
-    monkeypatch.setattr(core.job, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(core.sources.csv.source, "CHUNK_BYTES", 64 * 1024)
+    monkeypatch.setattr(core.load.context, "PROGRESS_EVERY_S", 0.0)
     token = CancelToken()
     seen: list[Progress] = []
 

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 
@@ -92,7 +92,7 @@ def test_a_large_csv_goes_over_several_streams_where_each_row_is_written_once(
     if mode is not LoadMode.CREATE:
         conn.execute(sql.SQL("CREATE TABLE {} (a int, b text)").format(sql.Identifier(t)))
     two_phase = conn.execute("SELECT current_setting('max_prepared_transactions')::int > 0").fetchone()
-    from core.protocols import target
+    from core import server as target
 
     inspected: list[str] = []
     real_inspect = target.inspect
@@ -152,7 +152,7 @@ def test_auto_decides_without_importing_pyarrow(
     table = table_name("typed")
     conn.execute(sql.SQL("CREATE TABLE {} (a int, b text)").format(sql.Identifier(table)))
     probe = (
-        "import sys\nfrom core.job import LoadJob\nfrom core.spec import LoadSpec, SourceOptions, TargetSpec\n"
+        "import sys\nfrom core.load.job import LoadJob\nfrom core.spec import LoadSpec, SourceOptions, TargetSpec\n"
         f"f = LoadJob(LoadSpec(SourceOptions({str(path)!r}), TargetSpec({table!r}), dsn={dsn!r})).foresee()\n"
         "print(f.strategy, 'pyarrow' in sys.modules)\n"
     )

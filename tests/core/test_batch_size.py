@@ -13,7 +13,7 @@ from psycopg import sql
 
 from core.batch_size import DEFAULT_BATCH_ROWS, byte_sized, row_width
 from core.errors import ConfigError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.profile import from_toml, to_toml
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 

@@ -16,7 +16,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import BadRowError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 _COLUMNS = "ts timestamp, tz timestamptz, d date, n numeric(12,3), f float8, b bool, t time"

@@ -18,9 +18,9 @@ import pytest
 from psycopg import sql
 
 from core.errors import SluiceError, SourceError
-from core.job import LoadJob
-from core.sources import csv_source
+from core.load.job import LoadJob
 from core.sources.base import BadRecord, rebatch_parts
+from core.sources.csv import source as csv_source
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
 
 HEAD = b"id,name,qty\n"

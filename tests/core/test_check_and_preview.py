@@ -12,7 +12,7 @@ from psycopg import sql
 
 from core import preview
 from core.db import Column, TableRef
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.mapping import match_by_name, unmatched
 from core.preview import first_rows, inspect_source, sample_warnings, table_size
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec

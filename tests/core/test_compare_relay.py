@@ -15,8 +15,8 @@ import pytest
 from psycopg import sql
 
 from app.cli import main
-from core.compare import CompareSpec, run_compare
-from core.relay import LatencyRelay, relay_dsn, upstream_of
+from core.lab.compare import CompareSpec, run_compare
+from core.lab.relay import LatencyRelay, relay_dsn, upstream_of
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 
@@ -80,7 +80,7 @@ def test_compare_over_simulated_network_and_cli_json(
 
 
 def test_budget_fit_separates_a_runs_fixed_cost_from_its_rows() -> None:
-    from core.compare import _estimate
+    from core.lab.compare import _estimate
 
     # Over a 320 ms link both probes cost ~3.9 s of connecting and planning: 500 rows fit a
     # 40 s budget (one probe alone would charge 0.19 s to every row: 97 s).

@@ -12,9 +12,9 @@ import pytest
 from psycopg import sql
 
 from app.cli import main
-from core.compare import CompareResult, CompareSpec, combinations, describe, rank, run_compare
+from core.lab.compare import CompareResult, CompareSpec, combinations, describe, rank, run_compare
 from core.spec import LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 
 def _spec(strategies: list[str], **kw: Any) -> CompareSpec:

@@ -12,9 +12,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.compare import CompareSpec, run_compare, scratch_like
 from core.db import TableRef
-from core.job import LoadJob
+from core.lab.compare import CompareSpec, run_compare, scratch_like
+from core.load.job import LoadJob
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 

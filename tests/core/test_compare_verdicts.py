@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from core.compare import CompareResult, CompareSpec, combinations, describe, rank, run_compare, verdict
+from core.lab.compare import CompareResult, CompareSpec, combinations, describe, rank, run_compare, verdict
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 

@@ -17,9 +17,10 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from core.db import TableRef
 from core.errors import ConnectError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import WriteContext, all_strategies
+from core.strategies.base import WriteContext
+from core.strategies.catalogue import all_strategies
 
 ALL = [c.id for c in all_strategies()]
 
@@ -75,7 +76,7 @@ def wrong_password_dsn(embedded_dsn: str) -> Iterator[str]:
 
 @pytest.mark.parametrize("strategy", ALL)
 def test_refused_connection_is_named_by_every_strategy(strategy: str, dsn: str) -> None:
-    from core.strategies.base import get_strategy
+    from core.strategies.catalogue import get_strategy
 
     with pytest.raises(ConnectError, match=r"(?i)cannot connect.*refused"):
         _open_and_write(get_strategy(strategy), _refused_dsn(dsn))
@@ -83,7 +84,7 @@ def test_refused_connection_is_named_by_every_strategy(strategy: str, dsn: str) 
 
 @pytest.mark.parametrize("strategy", ALL)
 def test_wrong_password_is_named_by_every_strategy(strategy: str, wrong_password_dsn: str) -> None:
-    from core.strategies.base import get_strategy
+    from core.strategies.catalogue import get_strategy
 
     with pytest.raises(ConnectError, match=r"(?i)cannot connect.*password authentication failed"):
         _open_and_write(get_strategy(strategy), wrong_password_dsn)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.sources.csv_source import CsvSource
+from core.sources.csv.source import CsvSource
 from core.spec import SourceOptions
 
 _FIELDS = ["plain", "", '"quoted, with comma"', '"two\nlines"', '"say ""hi"""', "x y", '"a""b"', "7"]

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.sources import csv_records as cr
-from core.sources.csv_records import count_byte, has_bare_quote, record_cut
+from core.sources.csv import records as cr
+from core.sources.csv.records import count_byte, has_bare_quote, record_cut
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_the_cutter_never_imports_numpy_by_itself() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from core.sources.csv_records import count_byte, has_bare_quote; "
+    code = ("import sys; from core.sources.csv.records import count_byte, has_bare_quote; "
             "count_byte(b'a\"' * 100000, b'\"'); has_bare_quote(b'a\"b,' * 100000, b',', b'\"'); "
             "print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

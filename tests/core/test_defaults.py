@@ -15,10 +15,10 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from core.errors import SluiceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.pgtypes import infer_pg_type
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 TABLE_STRATEGIES = [c.id for c in all_strategies() if not c.script_only]
 
@@ -59,7 +59,7 @@ def _write(path: Path, data: bytes) -> Path:
 def test_a_marker_counts_only_where_it_cannot_be_a_value(
     tmp_path: Path, data: bytes, marker: str, applies: tuple[str, ...] | None
 ) -> None:
-    from core.sources.csv_source import CsvSource
+    from core.sources.csv.source import CsvSource
 
     src = CsvSource(SourceOptions(str(_write(tmp_path / "f.csv", data))))
     assert src.dialect.null == marker

@@ -17,7 +17,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from core.db import connect
-from core.job import run_load
+from core.load.job import run_load
 from core.spec import CommitMode, LoadSpec, SourceOptions, TargetSpec
 
 

@@ -16,7 +16,7 @@ import pytest
 from psycopg import sql
 
 from core.history import SCHEMA_VERSION, Entry, History, HistoryError, from_result, record
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 ROOT = Path(__file__).resolve().parents[2]

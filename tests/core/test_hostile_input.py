@@ -14,9 +14,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from app.cli import main
 from core.errors import ConnectError, SluiceError, SourceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 SCHEMA = 'we"ird Schema; --'
 TABLE = "Robert'); DROP TABLE canary;--"

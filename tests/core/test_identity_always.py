@@ -12,9 +12,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.job import run_load
+from core.load.job import run_load
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 TABLE_STRATEGIES = [c.id for c in all_strategies() if not c.script_only]
 SCRIPT_STRATEGIES = [c.id for c in all_strategies() if c.script_only]

@@ -23,15 +23,15 @@ import pytest
 from psycopg import sql
 
 from core import checkpoint as ck
-from core import job as job_module
 from core.cancel import CancelToken
 from core.db import TableRef
 from core.errors import Cancelled, ConfigError, LoadFailed, ResumableStop, SourceChanged
 from core.events import Phase, Progress
-from core.job import LoadJob
-from core.protocols import per_batch as per_batch_module
+from core.load import context as run_context
+from core.load.job import LoadJob
+from core.load.protocols import per_batch as per_batch_module
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 ROOT = Path(__file__).resolve().parents[2]
 PER_BATCH_STRATEGIES = [
@@ -101,7 +101,7 @@ def _wait_for_killed_loader(conn: psycopg.Connection[Any], timeout: float = 30) 
 @pytest.fixture
 def every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Progress after every batch, so a fault lands at a known point."""
-    monkeypatch.setattr(job_module, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(run_context, "PROGRESS_EVERY_S", 0.0)
 
 
 def _fault_at(rows: int, fault: Callable[[], object]) -> tuple[Callable[[Progress], None], list[int]]:
@@ -203,7 +203,7 @@ def test_per_batch_gives_up_after_bounded_retries_with_a_resumable_state(
     path = _csv(tmp_path / "g.csv", 3_000)
     table = table_name("giveup")
     _make(conn, table)
-    monkeypatch.setattr(job_module, "RETRY_BACKOFF_S", (0.05, 0.05))
+    monkeypatch.setattr(run_context, "RETRY_BACKOFF_S", (0.05, 0.05))
     real_connect = per_batch_module.connect
     state = {"down": False}
 

@@ -13,7 +13,7 @@ from psycopg import sql
 
 from core import janitor
 from core.db import supports_two_phase
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 

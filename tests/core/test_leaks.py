@@ -13,11 +13,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.compare import CompareSpec, run_compare
 from core.errors import ConnectError
-from core.job import LoadJob
+from core.lab.compare import CompareSpec, run_compare
+from core.load.job import LoadJob
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 
 def _ours() -> set[str]:

@@ -16,7 +16,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import BadRowError, ConfigError, SluiceError, UnfinishedRun
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.many_files import EachFileJob, make_job
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 
@@ -236,11 +236,11 @@ def test_per_batch_over_many_files_resumes_without_a_row_twice(
     dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from core import job as job_module
     from core.cancel import CancelToken
     from core.errors import Cancelled
+    from core.load import context as run_context
 
-    monkeypatch.setattr(job_module, "PROGRESS_EVERY_S", 0.0)  # progress after every batch
+    monkeypatch.setattr(run_context, "PROGRESS_EVERY_S", 0.0)  # progress after every batch
     _months(tmp_path / "r", ".csv", [300, 300, 300])
     table = table_name("resume")
     conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, day date, amount numeric, note text)").format(
@@ -306,7 +306,7 @@ def test_empty_files_are_passed_over_and_said_and_a_ragged_row_is_named_by_its_f
 
 
 def test_the_compare_lab_counts_many_files(dsn: str, tmp_path: Path) -> None:
-    from core.compare import _row_count
+    from core.lab.compare import _row_count
 
     _months(tmp_path / "c", ".csv", [7, 8])
     assert _row_count(_spec(str(tmp_path / "c" / "*.csv"), "t", dsn)) == 15

@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import BadRowError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import CommitMode, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.binary_frames import BinaryFrames
 

@@ -15,10 +15,10 @@ import pytest
 
 from core import checkpoint as ck
 from core.db import TableRef
-from core.job import LoadJob
-from core.protocols import byte_ranges, chunked
-from core.protocols.common import count_records
-from core.sources.csv_records import BareQuoteIn, EndsInQuote, record_cuts
+from core.load.job import LoadJob
+from core.load.protocols import chunked
+from core.sources.csv import byte_ranges
+from core.sources.csv.records import BareQuoteIn, EndsInQuote, count_records, record_cuts
 from core.spec import CommitMode, LoadMode
 from tests.core.test_interruptions import _csv, _digest, _make, _reference
 from tests.core.test_parallel_protocols import _spec
@@ -26,8 +26,8 @@ from tests.core.test_parallel_protocols import _spec
 
 @pytest.fixture
 def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MIN", 4096)
-    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MAX", 4096)
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MIN", 4096)
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MAX", 4096)
 
 
 @pytest.fixture
@@ -38,9 +38,9 @@ def feed_raw_wired(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = ParallelCopy.feed_raw
 
-    def feed_raw(self: Any, job: LoadJob, plan: Any) -> None:
+    def feed_raw(self: Any, *args: Any, **kwargs: Any) -> None:
         calls.append(1)
-        real(self, job, plan)
+        real(self, *args, **kwargs)
 
     monkeypatch.setattr(ParallelCopy, "feed_raw", feed_raw)
     return calls
@@ -112,14 +112,14 @@ def test_parallel_copy_ramps_its_first_ranges_except_on_citus(
     into a Citus table, where each range's commit is a distributed one."""
     from types import SimpleNamespace
 
-    from core.protocols import parallel_run
+    from core.load.protocols import parallel_run
 
     monkeypatch.setattr(parallel_run, "CHUNK_MIN", 8_000)
     monkeypatch.setattr(parallel_run, "RAMP_BYTES", 2_000)
     path = _quoted_newlines(tmp_path / "q.csv", 4_000)
     start = path.read_bytes().index(b"\n") + 1
     plan: Any = SimpleNamespace(source=SimpleNamespace(path=path, dialect=SimpleNamespace(delimiter=",", quote='"')))
-    cuts = list(parallel_run._cuts(plan, (start, path.stat().st_size), 2, SimpleNamespace(distributed=distributed)))
+    cuts = list(parallel_run.byte_cuts(plan.source, (start, path.stat().st_size), 2, SimpleNamespace(distributed=distributed)))
     sizes = [b - a for a, b in zip(cuts, cuts[1:])]
     if distributed:
         assert min(sizes[:2]) > 6_000  # full size from the first range on
@@ -211,7 +211,7 @@ def test_chunk_pieces_skip_committed_ranges() -> None:
 def test_the_bare_quote_check_finds_a_quote_between_ordinary_bytes(delimiter: bytes, quote: bytes) -> None:
     import random
 
-    from core.sources.csv_records import has_bare_quote
+    from core.sources.csv.records import has_bare_quote
 
     def reference(data: bytes) -> bool:
         """A quote with an ordinary byte on both sides, byte by byte."""
@@ -265,7 +265,7 @@ def test_progress_moves_with_the_bytes_sent_before_a_large_chunk_commits(
     path = _csv(tmp_path / "prog.csv", 4_000)
     table = table_name("prog")
     _make(conn, table)
-    monkeypatch.setattr("core.job.PROGRESS_EVERY_S", 0)
+    monkeypatch.setattr("core.load.context.PROGRESS_EVERY_S", 0)
     real = chunked.read_records
 
     def slow(*a: Any, **k: Any) -> Any:
@@ -288,9 +288,9 @@ def test_per_batch_truncate_commits_a_small_first_range_alone_then_the_rest(
 ) -> None:
     from psycopg import sql
 
-    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MIN", 64 << 10)
-    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MAX", 64 << 10)
-    monkeypatch.setattr("core.protocols.parallel_run.FIRST_ALONE_BYTES", 4096)
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MIN", 64 << 10)
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MAX", 64 << 10)
+    monkeypatch.setattr("core.load.protocols.parallel_run.FIRST_ALONE_BYTES", 4096)
     path = _csv(tmp_path / "tr.csv", 5_000)
     table = table_name("tr")
     _make(conn, table)

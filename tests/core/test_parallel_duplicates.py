@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import SluiceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import CommitMode, ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
 
 

@@ -27,8 +27,9 @@ from psycopg import sql
 from core import checkpoint as ck
 from core.db import TableRef
 from core.errors import BadRowError, ConfigError, LoadFailed
-from core.job import LoadJob
-from core.protocols import byte_ranges, chunked
+from core.load.job import LoadJob
+from core.load.protocols import chunked
+from core.sources.csv import byte_ranges
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from tests.core.test_interruptions import (
     _csv,
@@ -50,10 +51,10 @@ def _spec(path: Path, table: str, dsn: str, **kw: Any) -> LoadSpec:
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("core.sources.csv_source.CHUNK_BYTES", 8192)  # many raw chunks
-    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MIN", 8192)  # many byte-range chunks
-    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MAX", 8192)
-    monkeypatch.setattr("core.protocols.parallel_run.DISTRIBUTED_CHUNK_MAX", 8192)
+    monkeypatch.setattr("core.sources.csv.source.CHUNK_BYTES", 8192)  # many raw chunks
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MIN", 8192)  # many byte-range chunks
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MAX", 8192)
+    monkeypatch.setattr("core.load.protocols.parallel_run.DISTRIBUTED_CHUNK_MAX", 8192)
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def test_per_batch_chunks_commit_out_of_order_and_load_each_row_once(
     table = table_name("ppb")
     _make(conn, table)
     job = LoadJob(_spec(path, table, dsn, workers=workers, commit=CommitMode.PER_BATCH))
-    job._no_raw = parsed
+    job.ctx.no_raw = parsed
     result = job.run()
     assert (result.rows_read, result.rows_loaded, result.rows_rejected) == (6_000, 6_000, 0)
     assert "checkpoint row" in result.reason
@@ -277,7 +278,7 @@ def test_append_without_two_phase_keeps_a_staging_table_and_says_so_before_the_r
 def test_two_phase_is_chosen_only_where_the_whole_group_can_commit() -> None:
     """A full set of prepared-transaction slots, or no right to write the commit decision,
     would fail the load at its very end: the plan takes the staging table instead, and says why."""
-    from core.protocols.target import Protocol, TargetInfo, choose
+    from core.server import Protocol, TargetInfo, choose
 
     def pick(info: TargetInfo, branches: int = 2) -> tuple[Protocol, str]:
         choice = choose(multi_connection=True, chunk_commits=True, mode=LoadMode.APPEND, commit=CommitMode.SINGLE,
@@ -299,7 +300,7 @@ def test_the_target_inspection_reads_free_slots_and_the_right_to_write_the_decis
 ) -> None:
     from psycopg.conninfo import make_conninfo
 
-    from core.protocols.target import inspect
+    from core.server import inspect
 
     with psycopg.connect(embedded_dsn, autocommit=True) as admin:
         slots = admin.execute("SELECT current_setting('max_prepared_transactions')::int - "
@@ -395,7 +396,7 @@ def test_citus_distributed_table_loads_every_row_once(
     commit: CommitMode, citus: psycopg.Connection[Any], dist_table: str, dist_ref: str, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch, small_chunks: None,
 ) -> None:
-    from core.protocols import target
+    from core import server as target
 
     path = _csv(tmp_path / "cit.csv", 20_000)
     colocated: list[bool] = []

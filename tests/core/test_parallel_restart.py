@@ -20,8 +20,9 @@ import pytest
 from core import checkpoint as ck
 from core.db import TableRef
 from core.errors import LoadFailed
-from core.job import LoadJob
-from core.protocols import byte_ranges, chunked
+from core.load.job import LoadJob
+from core.load.protocols import chunked
+from core.sources.csv import byte_ranges
 from core.spec import CommitMode
 from tests.core.test_interruptions import _csv, _digest, _make, _reference
 from tests.core.test_parallel_protocols import _spec
@@ -55,10 +56,10 @@ def test_server_restart_mid_load_then_exact(
     workers: int, retries: bool, own_server: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     dsn, pgdata = own_server
-    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MIN", 16384)  # many byte-range chunks
-    monkeypatch.setattr("core.protocols.parallel_run.CHUNK_MAX", 16384)
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MIN", 16384)  # many byte-range chunks
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MAX", 16384)
     if not retries:
-        monkeypatch.setattr("core.job.RETRY_BACKOFF_S", ())  # the first lost connection stops the load
+        monkeypatch.setattr("core.load.context.RETRY_BACKOFF_S", ())  # the first lost connection stops the load
     path = _csv(tmp_path / "restart.csv", 20_000)
     table = "restart_t"
     with psycopg.connect(dsn, autocommit=True) as conn:

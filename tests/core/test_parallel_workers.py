@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import SluiceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 ROWS = 3_000
@@ -62,7 +62,7 @@ def _job(path: Path, table: str, dsn: str, *, parsed: bool, **kwargs: Any) -> Lo
     spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table), strategy="parallel-copy", batch_rows=100,
                     workers=2, dsn=dsn)
     job = LoadJob(spec, **kwargs)
-    job._no_raw = parsed  # parsed batches instead of the file's own bytes
+    job.ctx.no_raw = parsed  # parsed batches instead of the file's own bytes
     return job
 
 
@@ -75,7 +75,7 @@ def test_a_worker_dying_of_a_non_database_error_fails_the_load(
 ) -> None:
     path = _file(tmp_path)
     table = _table(conn, table_name)
-    monkeypatch.setattr("core.sources.csv_source.CHUNK_BYTES", 4096)  # many parsed chunks
+    monkeypatch.setattr("core.sources.csv.source.CHUNK_BYTES", 4096)  # many parsed chunks
     # Raw, the streams read a few large byte ranges of this small file themselves: the first write fails.
     _sabotage(monkeypatch, from_chunk=3 if parsed else 1, every=every)
     with pytest.raises(SluiceError, match="injected worker failure"):
@@ -92,7 +92,7 @@ def test_a_chunk_the_server_never_got_fails_the_load(
 ) -> None:
     path = _file(tmp_path)
     table = _table(conn, table_name)
-    monkeypatch.setattr("core.sources.csv_source.CHUNK_BYTES", 4096)
+    monkeypatch.setattr("core.sources.csv.source.CHUNK_BYTES", 4096)
     # Raw, the streams count the records of the ranges they read: a range never sent is caught.
     _sabotage(monkeypatch, from_chunk=2 if parsed else 1, every=False, drop=True)
     with pytest.raises(SluiceError, match="rows"):
@@ -107,7 +107,7 @@ def test_rows_read_counts_source_records(
 ) -> None:
     path = _file(tmp_path)
     table = _table(conn, table_name)
-    monkeypatch.setattr("core.sources.csv_source.CHUNK_BYTES", 4096)
+    monkeypatch.setattr("core.sources.csv.source.CHUNK_BYTES", 4096)
     seen: list[int] = []
     result = _job(path, table, dsn, parsed=parsed, on_progress=lambda p: seen.append(p.rows_read)).run()
     assert (result.rows_read, result.rows_loaded, result.rows_rejected) == (ROWS, ROWS, 0)

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.job import LoadJob, LoadResult
+from core.load.job import LoadJob, LoadResult
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 SHAPES = {
@@ -147,7 +147,7 @@ def test_on_conflict_keeps_existing_rows_and_counts_the_dropped(
 def test_whole_database_dump_lists_tables_and_loads_all_or_one(
     dump_server: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
 ) -> None:
-    from core.sources.sql_source import SqlScriptSource
+    from core.sources.sqlscript.source import SqlScriptSource
 
     a, b = f"sluice_a_{uuid.uuid4().hex[:6]}", f"sluice_b_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(dump_server, autocommit=True) as c:
@@ -208,7 +208,7 @@ def test_compare_lab_runs_the_script_strategies_on_a_real_dump(
     tmp_path: Path,
 ) -> None:
     """Seed 004's comparison on a pg_dump file: every script strategy and COPY, target untouched."""
-    from core.compare import CompareSpec, run_compare
+    from core.lab.compare import CompareSpec, run_compare
 
     _ref, target = pair
     path = _write(tmp_path, dumps[shape], target)

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import ColumnMap, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 from tests.core import tricky
 
 TABLE_STRATEGIES = [c.id for c in all_strategies() if not c.script_only]

@@ -12,9 +12,9 @@ import pytest
 from psycopg import sql
 
 from core.errors import LoadFailed
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.sources.base import Batch
-from core.sources.csv_source import CsvSource
+from core.sources.csv.source import CsvSource
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 from core.strategies.copy import CopyBinary
 

@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import SluiceError
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 STRATEGIES = ["connection-per-row", "row-autocommit", "row-transaction", "executemany", "pipeline",
@@ -117,8 +117,8 @@ def test_copy_binary_warm_start_refuses_them(
     at: int, dsn: str, conn: psycopg.Connection[Any], dated: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The warm start sends the file's first records raw: a chunk holding the word is parsed instead."""
-    monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
-    monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 8 << 10)
     monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)  # as in a new process
     path = tmp_path / "warm.csv"
     path.write_text("id,d,ts,note\n" + "".join(

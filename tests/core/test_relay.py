@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from core.relay import LatencyRelay, relay_dsn, upstream_of
+from core.lab.relay import LatencyRelay, relay_dsn, upstream_of
 
 DEFAULT_PG_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
 

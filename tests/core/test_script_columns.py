@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import ConfigError
-from core.job import run_load
+from core.load.job import run_load
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 _SHAPES = {

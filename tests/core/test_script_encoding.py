@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import ConfigError
-from core.job import run_load
+from core.load.job import run_load
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 _PREAMBLE = "SET statement_timeout = 0;\nSET client_encoding = '{enc}';\nSET standard_conforming_strings = on;\n\n"

@@ -14,11 +14,11 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from core.sources import sqlscript_parser
-from core.sources.sql_source import SqlScriptSource
-from core.sources.sqlscan import DEFAULT_VALUE
-from core.sources.sqlscript_chunks import CsvChunk, ParsedChunk
-from core.sources.sqlscript_parser import ScriptError, iter_script, list_tables, scan_script
+from core.sources.sqlscript import reader as sqlscript_parser
+from core.sources.sqlscript.chunks import CsvChunk, ParsedChunk
+from core.sources.sqlscript.lexer import DEFAULT_VALUE
+from core.sources.sqlscript.reader import ScriptError, iter_script, list_tables, scan_script
+from core.sources.sqlscript.source import SqlScriptSource
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 
 Rows = list[list[str | None]]
@@ -151,7 +151,7 @@ FROM generate_series(1, 2000) AS i"""
 
 @pytest.mark.parametrize("args", [[], ["--inserts"], ["--column-inserts"], ["--inserts", "--rows-per-insert=40"]])
 def test_real_pg_dump_with_scs_off_loads_exactly(scs_off_db: str, args: list[str], tmp_path: Path) -> None:
-    from core.job import run_load
+    from core.load.job import run_load
 
     with psycopg.connect(scs_off_db, autocommit=True) as c:
         assert c.execute("SHOW standard_conforming_strings").fetchone() == ("off",)
@@ -226,7 +226,7 @@ def test_hex_bit_strings_load_as_psql_stores_them(
     dsn: str, conn: psycopg.Connection[Any], table_name: Any, tmp_path: Path
 ) -> None:
     """Into text, X'1F' is its bits as psql stores them, not the text x1F."""
-    from core.job import run_load
+    from core.load.job import run_load
 
     ref, t = table_name("bits_ref"), table_name("bits")
     values = "(1, X'1F', X'1F'), (2, B'101', B'101'), (3, x'00ff', X'00ff')"

@@ -16,12 +16,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core import job as jobmod
-from core import script_split
 from core.cancel import CancelToken
 from core.errors import BadRowError, Cancelled
 from core.events import Phase, Progress
-from core.job import LoadJob, LoadResult
+from core.load import context as run_context
+from core.load.job import LoadJob, LoadResult
+from core.load.protocols import script_split
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
 
 ROWS = 3000
@@ -231,7 +231,7 @@ def test_cancel_during_a_split_block_leaves_the_table_as_it_was(
     t = tables("cancel")
     econn.execute(sql.SQL("INSERT INTO {} VALUES (0, 'kept', NULL)").format(sql.Identifier(t)))
     monkeypatch.setattr(script_split, "PIECE_BYTES", 1024)  # many writes per branch
-    monkeypatch.setattr(jobmod, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(run_context, "PROGRESS_EVERY_S", 0.0)
     token = CancelToken()
     seen: list[Progress] = []
 
@@ -300,7 +300,7 @@ def test_a_big_script_whose_blocks_are_small_commits_its_one_branch(
 ) -> None:
     """A script too big to keep its chunks does not say its blocks' sizes before the load: branch 0
     starts as a two-phase branch in case, and with no block to split it commits alone."""
-    from core.protocols.two_phase import TwoPhaseGroup
+    from core.two_phase import TwoPhaseGroup
 
     monkeypatch.setattr(script_split, "CACHE_LIMIT", 0)
     committed: list[int] = []

@@ -12,9 +12,9 @@ import pytest
 from psycopg import sql
 
 from core.errors import TooManyRejects
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 SKIP_STRATEGIES = [c.id for c in all_strategies() if not c.script_only and not c.multi_connection] + [
     "connection-per-row"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import SourceError
-from core.sources.sql_source import SqlScriptSource
-from core.sources.sqlscript_parser import ScriptError, iter_script, list_tables, validate_script
+from core.sources.sqlscript.reader import ScriptError, iter_script, list_tables, validate_script
+from core.sources.sqlscript.source import SqlScriptSource
 from core.spec import SourceOptions
 
 PG_DUMP = """--

@@ -12,13 +12,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core import job as job_module
 from core.cancel import CancelToken
 from core.errors import Cancelled, SluiceError
 from core.events import Phase, Progress
-from core.job import LoadJob
+from core.load import context as run_context
+from core.load.job import LoadJob
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 
 TABLE = [c for c in all_strategies() if not c.script_only]
 PER_BATCH = [c.id for c in TABLE if c.chunk_commits or (c.transactional and not c.multi_connection)]
@@ -82,7 +82,7 @@ def test_resume_never_truncates_again(
     strategy: str, policy: ErrorPolicy, dsn: str, conn: psycopg.Connection[Any],
     table_name: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(job_module, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(run_context, "PROGRESS_EVERY_S", 0.0)
     table = table_name("trres")
     _fill(conn, table)
     path = tmp_path / "r.csv"

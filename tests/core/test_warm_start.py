@@ -17,7 +17,7 @@ import pytest
 from psycopg import sql
 
 from core.errors import BadRowError, LoadFailed
-from core.job import LoadJob
+from core.load.job import LoadJob
 from core.spec import LoadSpec, SourceOptions, TargetSpec
 from core.strategies.copy import CopyBinary
 
@@ -35,12 +35,12 @@ def _row(i: int) -> str:
 @pytest.fixture
 def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """Warm start on any file, in 8 kB chunks, the encoder held until 3 raw chunks were written."""
-    monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
-    monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 8 << 10)
     monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)  # as in a new process
     counts = {"raw": 0, "binary": 0}
     three = threading.Event()
-    real_raw, real_prepared, real_build = CopyBinary.write_raw, CopyBinary.write_prepared, CopyBinary._build_encoder
+    real_raw, real_prepared, real_build = CopyBinary.write_warm, CopyBinary.write_prepared, CopyBinary._build_encoder
 
     def write_raw(self: CopyBinary, data: bytes, records: int) -> None:
         real_raw(self, data, records)
@@ -57,7 +57,7 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
         three.wait(10)
         real_build(self)
 
-    monkeypatch.setattr(CopyBinary, "write_raw", write_raw)
+    monkeypatch.setattr(CopyBinary, "write_warm", write_raw)
     monkeypatch.setattr(CopyBinary, "write_prepared", write_prepared)
     monkeypatch.setattr(CopyBinary, "_build_encoder", build)
     yield counts
@@ -81,13 +81,13 @@ def _table(conn: psycopg.Connection[Any], table_name: Callable[[str], str], pref
 def _record_raw_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The record counts of the raw chunks copy-binary writes (none: every batch typed)."""
     raw: list[int] = []
-    real = CopyBinary.write_raw
+    real = CopyBinary.write_warm
 
     def write_raw(self: CopyBinary, data: bytes, records: int) -> None:
         raw.append(records)
         real(self, data, records)
 
-    monkeypatch.setattr(CopyBinary, "write_raw", write_raw)
+    monkeypatch.setattr(CopyBinary, "write_warm", write_raw)
     return raw
 
 
@@ -170,8 +170,8 @@ def test_an_encoder_that_fails_to_load_fails_the_load_and_leaves_nothing(
     dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
-    monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 8 << 10)
     monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)
 
     def arrow_columns(*args: Any) -> None:
@@ -207,8 +207,8 @@ def test_no_warm_start_once_the_libraries_are_loaded(
     import pgpq  # noqa: F401
     import pyarrow  # noqa: F401
 
-    monkeypatch.setattr("core.warm_start.WARM_MIN_BYTES", 0)
-    monkeypatch.setattr("core.sources.csv_source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 8 << 10)
     raw = _record_raw_writes(monkeypatch)
     src = _file(tmp_path, 4000)
     table = _table(conn, table_name, "warm_loaded")
@@ -246,7 +246,7 @@ def test_a_bad_value_early_in_a_large_file_as_a_user_runs_it(
     import subprocess
     import sys
 
-    from core.warm_start import WARM_MIN_BYTES
+    from core.load.warm_start import WARM_MIN_BYTES
 
     src = tmp_path / "big.csv"
     good = "".join(f"{i},{i % 1000},{i}.5,name {i},true,2021-01-0{1 + i % 9},2021-01-01 00:00:00\n"

@@ -17,7 +17,7 @@ QT_NOISE = ("This plugin does not support propagateSizeHints", "This plugin does
             "This plugin does not support grabbing the keyboard")
 
 
-# Process-wide executors that live on purpose between loads (core/sources/sqlscript_parser.py).
+# Process-wide executors that live on purpose between loads (core/sources/sqlscript/reader.py).
 SHARED_POOLS = ("sluice-sql-csv",)
 
 

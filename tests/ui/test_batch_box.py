@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from core import profile
 from core.batch_size import DEFAULT_BATCH_ROWS, row_width
 from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
-from core.strategies.base import get_strategy
+from core.strategies.catalogue import get_strategy
 
 
 def _csv(path: Path, rows: int) -> Path:

@@ -11,7 +11,7 @@ import psycopg
 from psycopg import sql
 from PySide6.QtCore import Qt
 
-from core.compare import CompareReport, CompareResult
+from core.lab.compare import CompareReport, CompareResult
 from tests.ui.test_compare_tab import _csv, _set_up
 from ui.compare.tab import IDLE_STATUS
 from ui.compare_tab import CompareCharts, CompareModel

@@ -195,7 +195,7 @@ def test_two_sessions_side_by_side_at_0_and_20_ms(
 
 
 def test_results_sort_by_median(qtbot: Any, window: Any) -> None:
-    from core.compare import CompareReport, CompareResult
+    from core.lab.compare import CompareReport, CompareResult
 
     tab = window.compare_tab
     report = CompareReport([CompareResult("copy-csv", 1000, 1, 10, runs=[900.0, 1000.0]),

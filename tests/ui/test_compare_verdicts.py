@@ -8,7 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
-from core.compare import CompareResult, rank
+from core.lab.compare import CompareResult, rank
 from ui.compare.model import CompareModel
 from ui.compare.session import CompareSession
 from ui.compare.texts import shown_text

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.sources.csv_source import CsvSource
+from core.sources.csv.source import CsvSource
 
 
 def _open(qtbot: Any, w: Any, path: Path) -> None:

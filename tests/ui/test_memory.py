@@ -20,7 +20,7 @@ import pytest
 from psycopg import sql
 
 from core import memory
-from core.job import LoadJob
+from core.load.job import LoadJob
 
 ROOT = Path(__file__).resolve().parents[2]
 

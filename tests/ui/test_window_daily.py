@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql
 from PySide6.QtCore import Qt
 
-from core.compare import CompareReport, CompareResult
+from core.lab.compare import CompareReport, CompareResult
 
 
 def _write(path: Path, text: str) -> str:

@@ -15,7 +15,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from core.auto import AUTO
-from core.compare import CompareReport, CompareResult, describe
+from core.lab.compare import CompareReport, CompareResult, describe
 from ui.compare.session import CompareSession, strategy_colour
 
 DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)

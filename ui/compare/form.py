@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
 )
 
 from core.auto import AUTO
-from core.compare import CompareSpec
+from core.lab.compare import CompareSpec
 from core.spec import CommitMode, ErrorPolicy, LoadSpec
-from core.strategies.base import all_strategies
+from core.strategies.catalogue import all_strategies
 from ui.compare.session import strategy_colour
 
 RTT_CHOICES = ("0", "1", "5", "20", "100", "320")

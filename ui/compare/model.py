@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 from core.auto import AUTO
-from core.compare import CompareResult, describe
+from core.lab.compare import CompareResult, describe
 from ui.compare.form import swatch
 from ui.compare.session import CompareSession, rtt_text, strategy_colour
 

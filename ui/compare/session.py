@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from core.compare import CompareReport, CompareResult, rank
+from core.lab.compare import CompareReport, CompareResult, rank
 
 # One colour per strategy id, the same in every chart, session and run of the app.
 _COLOURS = {

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGroupBox, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout
 
-from core.compare import describe
+from core.lab.compare import describe
 from ui.compare.session import CompareSession
 
 _SESSION = Qt.ItemDataRole.UserRole

@@ -28,9 +28,9 @@ from PySide6.QtWidgets import (
 )
 
 from core.auto import AUTO
-from core.compare import CompareReport, CompareResult, run_compare
+from core.lab.compare import CompareReport, CompareResult, run_compare
 from core.spec import LoadSpec
-from core.strategies.base import get_strategy
+from core.strategies.catalogue import get_strategy
 from ui import progress_bar
 from ui.compare.charts import CompareCharts
 from ui.compare.form import CompareForm, parse_counts

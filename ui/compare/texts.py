@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from core.compare import CompareReport, describe, verdict
+from core.lab.compare import CompareReport, describe, verdict
 from ui.compare.session import CompareSession
 
 

@@ -16,7 +16,8 @@ from PySide6.QtWidgets import (
 
 from core.auto import AUTO
 from core.spec import CommitMode, ErrorPolicy
-from core.strategies.base import Strategy, all_strategies
+from core.strategies.base import Strategy
+from core.strategies.catalogue import all_strategies
 
 BATCH_TIP = ("Rows per batch (per statement, COPY chunk or commit).\n"
              "default: the strategy's own size, settled when the load starts (the plan line says it): "

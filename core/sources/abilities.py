@@ -1,0 +1,70 @@
+"""What some sources can do beyond the Source interface: typing Protocols, checked with isinstance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from core.sources.base import Batch, RawChunk, Source, ValueGuard
+    from core.sources.sniff import CsvDialect
+
+
+@runtime_checkable
+class RawCsvChunks(Protocol):
+    """CSV whose own bytes can go to COPY: its dialect, its records in raw chunks, and the columns
+    where its null marker counts. One file (RawCsvSource), or many read as one (core.sources.many)."""
+
+    path: Path
+    dialect: CsvDialect
+    null_columns: list[str] | None
+    empty_null_columns: list[str]
+    refuse: ValueGuard | None
+
+    def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]: ...
+
+
+@runtime_checkable
+class RawCsvSource(RawCsvChunks, Protocol):
+    """One CSV file whose own bytes can go to COPY: also its quote, its bytes first then its
+    parsed batches (the warm start), and rows found again by COPY's data line."""
+
+    @property
+    def quote(self) -> str: ...
+
+    def raw_then_batches(self, parse_now: Callable[[], bool], batch_rows: int,
+                         raw_bytes: int | None = None) -> Iterator[RawChunk | Batch]: ...
+
+    def row_at_data_line(self, data_line: int) -> int | None: ...
+
+
+@runtime_checkable
+class InsertScript(Protocol):
+    """A data script read into rows (core.sources.sqlscript.source.SqlScriptSource), asked without
+    importing its reader: whether its INSERTs say ON CONFLICT DO NOTHING, whether it fills several
+    tables, and whether its INSERTs name their columns."""
+
+    @property
+    def on_conflict(self) -> bool: ...
+
+    @property
+    def several(self) -> bool: ...
+
+    @property
+    def has_column_list(self) -> bool: ...
+
+
+def copy_reads_as_is(source: Source) -> bool:
+    """A CSV whose own bytes COPY can read as Sluice does. Not one that writes NULL two ways
+    (a marker, and empty fields in typed columns): COPY takes one NULL string."""
+    return (source.format in ("csv", "tsv") and isinstance(source, RawCsvChunks)
+            and not source.empty_null_columns)
+
+
+@runtime_checkable
+class SeveralFiles(Protocol):
+    """Many files read as one source (core.sources.many): a row's own file and its row there."""
+
+    def file_of(self, row: int) -> tuple[str, int]: ...

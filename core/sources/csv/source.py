@@ -1,0 +1,413 @@
+"""CSV/TSV: the file decoded to UTF-8 and cut into whole records (csv_records says where
+records end), then parsed by polars (csv_parse), or passed to COPY as they are.
+
+The same cut feeds three consumers: polars parsing (mapped loads), COPY of the
+file's own bytes (the fast path), and the streams of parallel-copy.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import dataclasses
+import io
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+
+import polars as pl
+
+from core.errors import SourceError
+from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
+from core.sources.csv.parse import CsvRecordParsing
+from core.sources.csv.records import (
+    count_byte,
+    field_cut,
+    has_bare_quote,
+    record_cut,
+    record_text,
+    records_and_lines,
+    split_records,
+    unclosed_reason,
+)
+from core.sources.sniff import CsvDialect, sniff_csv
+from core.spec import SourceOptions
+
+# Records are cut and parsed 4 MB at a time: on 1M mixed rows (91 MB) polars and the cutting
+# took 0.30 CPU-s in 1 MB chunks, 0.23 in 4 MB, 0.21 in 16 MB; batches are cut from them anyway.
+CHUNK_BYTES = 4 << 20
+# While copy-binary's encoder loads, the file's own records go to COPY in small chunks, so
+# that little is promised to the slower CSV path once the encoder is ready (core.load.warm_start).
+WARM_CHUNK_BYTES = 1 << 20
+MAX_RECORD_BYTES = 64 << 20  # one record longer than this means a quote that never closes
+
+
+class CsvSource(CsvRecordParsing, Source):
+    format = "csv"
+
+    def __init__(self, options: SourceOptions, *, tsv: bool = False) -> None:
+        super().__init__(options)
+        self.format = "tsv" if tsv else "csv"
+        try:
+            self.dialect: CsvDialect = sniff_csv(
+                str(self.path),
+                delimiter=options.delimiter,
+                quote=options.quote,
+                header=options.header,
+                encoding=options.encoding,
+                null=options.null,
+                tsv=tsv,
+            )
+        except (OSError, LookupError, UnicodeError) as exc:
+            raise SourceError(f"cannot read the file: {exc}", path=str(self.path)) from None
+        self._header_end = 0  # byte offset (in UTF-8 stream) of the first data record
+        self._header_lines = 0  # lines the header takes
+        self._columns = self._read_header()
+        self.null_columns = self._null_columns(options)
+        self.empty_null_columns = self._empty_null_columns(options)
+
+    def _null_columns(self, options: SourceOptions) -> list[str] | None:
+        """The columns where the null marker means NULL (None: all of them)."""
+        if not self.dialect.null:
+            return None
+        if options.null_columns is not None:
+            wanted = set(options.null_columns)
+            return [c for c in self._columns if c in wanted]
+        if self.dialect.null_columns is None:
+            return None
+        return [self._columns[i] for i in self.dialect.null_columns if i < len(self._columns)]
+
+    def _empty_null_columns(self, options: SourceOptions) -> list[str]:
+        """Where an empty field is NULL beside the marker (sniff._empty_in)."""
+        d = self.dialect
+        if not d.null:
+            return []
+        if options.empty_null_columns is not None:  # the window's sniffed marker, or a profile
+            wanted = set(options.empty_null_columns)
+            return [c for c in self._columns if c in wanted]
+        if options.null is not None:
+            return []  # a marker the user named: PostgreSQL's rule, an empty field is an empty string
+        return [self._columns[i] for i in d.empty_null if i < len(self._columns)]
+
+    # -- shape --------------------------------------------------------------------------
+
+    def _read_header(self) -> list[str]:
+        first = b""
+        for data in self._utf8_blocks(1 << 20):
+            first += data
+            cut = self._first_record_end(first)
+            if cut:
+                break
+            if len(first) > MAX_RECORD_BYTES:
+                raise SourceError(f"the first record does not end within {MAX_RECORD_BYTES >> 20} MB "
+                                  "(a quote that never closes?)", path=str(self.path), line=1)
+        else:
+            cut = len(first)
+            if b"\r" in first.strip():
+                raise SourceError("its lines end in a bare carriage return (old Mac style), which is not "
+                                  "supported; convert the line endings to LF or CRLF", path=str(self.path))
+        if not first.strip():
+            raise SourceError("the file is empty", path=str(self.path))
+        if b"\x00" in first[:cut]:
+            raise SourceError(
+                f"the first record contains NUL bytes: this is not {self.dialect.encoding} text (UTF-16? "
+                "binary?); give the file's encoding",
+                path=str(self.path), line=1,
+            )
+        record = first[:cut].decode("utf-8", errors="replace")
+        try:
+            fields = next(csv.reader(io.StringIO(record, newline=""), delimiter=self.dialect.delimiter,
+                                     quotechar=self.dialect.quote))
+        except csv.Error as exc:
+            raise SourceError(f"cannot read the first record: {exc}", path=str(self.path), line=1) from None
+        if self.dialect.header:
+            self._header_end = cut
+            self._header_lines = first[:cut].count(b"\n")
+            return _unique_names([f.strip() or f"column_{i + 1}" for i, f in enumerate(fields)])
+        return [f"column_{i + 1}" for i in range(len(fields))]
+
+    def _first_record_end(self, buf: bytes) -> int:
+        q = self.dialect.quote.encode()
+        pos = 0
+        while True:
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                return 0
+            if buf.count(q, 0, nl) % 2 == 0:
+                return nl + 1
+            pos = nl + 1
+
+    def columns(self) -> list[str]:
+        return list(self._columns)
+
+    @property
+    def quote(self) -> str:
+        return self.dialect.quote
+
+    # -- bytes --------------------------------------------------------------------------
+
+    def _utf8_blocks(self, block: int) -> Iterator[bytes]:
+        """The file as UTF-8 bytes, BOM removed, transcoded when it is in another encoding."""
+        enc = self.dialect.encoding.lower().replace("_", "-")
+        passthrough = enc in ("utf-8", "utf8", "utf-8-sig")
+        decoder = None if passthrough else codecs.getincrementaldecoder(self.dialect.encoding)("strict")
+        cr_only = self.dialect.newline == "\r"
+        try:
+            with open(self.path, "rb") as f:
+                # UTF-16/32 decoders read the byte order from the BOM themselves.
+                f.seek(0 if enc in ("utf-16", "utf16", "utf-32", "utf32") else self.dialect.bom_bytes)
+                while True:
+                    raw = f.read(block)
+                    if not raw:
+                        if decoder is not None:
+                            tail = decoder.decode(b"", final=True)
+                            if tail:
+                                yield tail.encode("utf-8").replace(b"\r", b"\n") if cr_only else tail.encode("utf-8")
+                        return
+                    data = raw if decoder is None else decoder.decode(raw).encode("utf-8")
+                    # Old Mac files end lines with CR alone; COPY and the parser both get LF.
+                    yield data.replace(b"\r", b"\n") if cr_only else data
+        except UnicodeError as exc:
+            reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+            raise SourceError(f"not valid {self.dialect.encoding}: {reason}", path=str(self.path)) from None
+        except OSError as exc:
+            raise SourceError(f"cannot read the file: {exc.strerror}", path=str(self.path)) from None
+
+    def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
+        """Whole data records, about chunk_bytes at a time, header skipped.
+
+        A file that ends inside a quoted field raises SourceError naming the line the field
+        opens at, unless `tolerant` (the parsed path, which turns it into a bad record).
+        """
+        chunk_bytes = chunk_bytes or CHUNK_BYTES
+        q = self.dialect.quote.encode()
+        d = self.dialect.delimiter.encode()
+        buf = b""
+        consumed = 0  # data bytes handed out, counted in the UTF-8 stream
+        scanned = 0  # buf[:scanned] is known to hold no record end
+        skip = self._header_end
+        for data in self._utf8_blocks(chunk_bytes):
+            if skip:
+                take = min(skip, len(data))
+                data, skip = data[take:], skip - take
+            if buf and not scanned and len(buf) < chunk_bytes <= len(buf) + len(data):
+                # The usual step: the rest of the last chunk (a record's start) and a whole
+                # block. The cut is found in the block, the rest's quotes counted in, and the
+                # chunk is joined with one copy (concatenating, then slicing, took two).
+                cut = record_cut(data, q, parity=count_byte(buf, q) % 2 if q else 0)
+                if cut:
+                    chunk = b"".join((buf, memoryview(data)[:cut]))
+                    if not has_bare_quote(chunk, d, q):
+                        consumed += len(chunk)
+                        yield self._raw(RawChunk(chunk, self._progress(consumed), False), tolerant)
+                        buf = data[cut:]
+                        continue
+                    data = data[cut:]  # a bare quote: cut field by field below
+                    buf = chunk
+            buf = buf + data if buf else data
+            if len(buf) < chunk_bytes:
+                continue
+            odd = has_bare_quote(buf, d, q)
+            cut = field_cut(buf, d, q) if odd else record_cut(buf, q, scanned)
+            if cut == 0:  # one record longer than a chunk: keep reading, up to a limit
+                if len(buf) > MAX_RECORD_BYTES:
+                    raise self._runaway(buf, consumed)
+                scanned = len(buf)
+                continue
+            scanned = 0
+            consumed += cut
+            yield self._raw(RawChunk(buf[:cut], self._progress(consumed), odd), tolerant)
+            buf = buf[cut:]
+        if buf:
+            odd = has_bare_quote(buf, d, q)
+            if not tolerant and q and buf.count(q) % 2 and not odd:
+                raise self._unclosed(buf, consumed)
+            if not buf.endswith(b"\n"):
+                buf += b"\n"
+            yield self._raw(RawChunk(buf, self.size, odd), tolerant)
+
+    def _raw(self, chunk: RawChunk, tolerant: bool) -> RawChunk:
+        """A chunk for COPY as it is, marked `refused` when it holds a value the client refuses
+        (see core.relative_dates); the parser's own chunks (`tolerant`) are not looked at here."""
+        if tolerant or self.refuse is None or chunk.odd or not self.refuse.raw_refused(self, chunk.data):
+            return chunk
+        return dataclasses.replace(chunk, refused=True)
+
+    def _progress(self, consumed: int) -> int:
+        return min(self.size, max(0, consumed + self._header_end + self.dialect.bom_bytes))
+
+    def _runaway(self, buf: bytes, consumed: int) -> SourceError:
+        """The error for a record that outgrew MAX_RECORD_BYTES (`buf` starts with it)."""
+        q = self.dialect.quote.encode()
+        start = self._line_at(self._header_end + consumed)
+        limit = f"{MAX_RECORD_BYTES >> 20} MB"
+        at = buf.find(q) if q else -1
+        if at < 0:
+            return SourceError(f"the record starting here has no line break in its first {limit}",
+                               path=str(self.path), line=start)
+        line = start + buf.count(b"\n", 0, at)
+        return SourceError(
+            f"quoted field opened at line {line} never closes (no closing {self.dialect.quote} "
+            f"in the next {limit}); the quote character may be wrong, or the file cut short",
+            path=str(self.path), line=line,
+        )
+
+    def _unclosed(self, buf: bytes, consumed: int) -> SourceError:
+        """The error for a file that ends inside a quoted field (`buf` is its last chunk)."""
+        q = self.dialect.quote.encode()
+        *_, (line, start, end, _closed) = split_records(buf, q, self._line_at(self._header_end + consumed))
+        reason = unclosed_reason(buf[start:end], line, q)
+        return SourceError(reason, path=str(self.path), line=line)
+
+    def _line_at(self, offset: int) -> int:
+        """1-based line of byte `offset` of the UTF-8 stream (slow: error reports only)."""
+        newlines = 0
+        for data in self._utf8_blocks(CHUNK_BYTES):
+            if offset <= len(data):
+                return newlines + data.count(b"\n", 0, offset) + 1
+            newlines += data.count(b"\n")
+            offset -= len(data)
+        return newlines + 1
+
+    def batches(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
+        for batch in self.batches_with_bad(batch_rows, skip_rows):
+            if batch.bad:
+                first = batch.bad[0]
+                raise SourceError(first.reason, path=str(self.path), line=first.line)
+            yield batch
+
+    def batches_with_bad(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
+        yield from rebatch_parts(self._parts(self.raw_chunks(tolerant=True), 0, 1 + self._header_lines, 0),
+                                 batch_rows, skip_rows)
+
+    def _parts(self, chunks: Iterable[RawChunk], row: int, line: int, offset: int
+               ) -> Iterator[tuple[pl.DataFrame, int, list[BadRecord]]]:
+        """Each chunk parsed: (good rows, position after it, malformed records); `row`, `line`
+        and `offset` say where the first chunk starts."""
+        for chunk in chunks:
+            frame, bad = self.parse_records(
+                chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd
+            )
+            yield frame, chunk.bytes_read, bad
+            row += frame.height + len(bad)
+            line += count_byte(chunk.data, b"\n")
+            offset += len(chunk.data)
+
+    def raw_then_batches(self, parse_now: Callable[[], bool], batch_rows: int,
+                         raw_bytes: int | None = None) -> Iterator[RawChunk | Batch]:
+        """The file's own records in small raw chunks until `parse_now()` says otherwise, then
+        the rest parsed, in batches (see core.load.warm_start). A chunk COPY would read differently
+        (a bare quote) turns to parsing at once. The first batch's first_row counts the raw
+        chunks' records, so rows are numbered as in batches()."""
+        chunks = self.raw_chunks(raw_bytes or WARM_CHUNK_BYTES)
+        q = self.dialect.quote.encode()
+        row, line, offset = 0, 1 + self._header_lines, 0
+        for chunk in chunks:
+            if chunk.odd or chunk.refused or parse_now():
+                # The first part parsed is a small one, so the first binary batch leaves soon.
+                rest = itertools.chain([chunk], _regroup(chunks, CHUNK_BYTES))
+                parsed = rebatch_parts(self._parts(rest, row, line, offset), batch_rows, 0,
+                                       start=(row, offset + self._header_end + self.dialect.bom_bytes))
+                if self.refuse is not None:
+                    parsed = self.refuse.apply(self, parsed, with_bad=False)  # raises at the first bad record
+                for batch in parsed:
+                    if batch.bad:
+                        first = batch.bad[0]
+                        raise SourceError(first.reason, path=str(self.path), line=first.line)
+                    yield batch
+                return
+            records, lines = records_and_lines(chunk.data, q)
+            yield dataclasses.replace(chunk, records=records)
+            row += records
+            line += lines
+            offset += len(chunk.data)
+
+    def locate(self, row: int) -> tuple[int | None, str | None]:
+        """Slow on purpose: only error reports ask, so it rescans the file."""
+        line = 1 + self._header_lines
+        q = self.dialect.quote.encode()
+        index = 0
+        try:
+            for chunk in self.raw_chunks(tolerant=True):
+                n = chunk.data.count(b"\n") if not q or q not in chunk.data else -1
+                if n >= 0 and index + n <= row:  # no quotes: one record per line, skip it whole
+                    index += n
+                    line += n
+                    continue
+                for start_line, start, end, _closed in split_records(chunk.data, q, line,
+                                                                     self.dialect.delimiter.encode()):
+                    if index == row:
+                        return start_line, record_text(chunk.data[start:end])
+                    index += 1
+                line += chunk.data.count(b"\n")
+        except SourceError:
+            return None, None
+        return None, None
+
+
+    def row_at_data_line(self, data_line: int) -> int | None:
+        """The row at COPY's "line N" when the file's data bytes went to COPY unparsed.
+
+        COPY counts physical lines, except newlines inside quotes of the first record it
+        reads: it learns the line-ending style only when that record ends. So every
+        record after the first sits that many lines further down than N says.
+        """
+        q = self.dialect.quote.encode()
+        index, line = 0, 1 + self._header_lines
+        target = data_line + self._header_lines
+        try:
+            for chunk in self.raw_chunks(tolerant=True):
+                if index == 0 and data_line > 1:
+                    first = next(split_records(chunk.data, q, line), None)
+                    if first is not None:
+                        target += chunk.data.count(b"\n", first[1], first[2])
+                if not q or q not in chunk.data:  # no quotes: one record per line
+                    n = chunk.data.count(b"\n")
+                    if line + n <= target:
+                        index, line = index + n, line + n
+                        continue
+                    return index + (target - line)
+                found = None
+                for start_line, _start, _end, _closed in split_records(chunk.data, q, line):
+                    if start_line > target:
+                        return found
+                    found = index
+                    index += 1
+                line += chunk.data.count(b"\n")
+                if line > target:
+                    return found
+        except SourceError:
+            return None
+        return None
+
+
+def _regroup(chunks: Iterable[RawChunk], size: int) -> Iterator[RawChunk]:
+    """Consecutive chunks joined into about `size` bytes (whole records stay whole)."""
+    group: list[RawChunk] = []
+    have = 0
+    for chunk in chunks:
+        group.append(chunk)
+        have += len(chunk.data)
+        if have >= size:
+            yield _joined(group)
+            group, have = [], 0
+    if group:
+        yield _joined(group)
+
+
+def _joined(group: list[RawChunk]) -> RawChunk:
+    if len(group) == 1:
+        return group[0]
+    return RawChunk(b"".join(c.data for c in group), group[-1].bytes_read, any(c.odd for c in group))
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        if n in seen:
+            seen[n] += 1
+            out.append(f"{n}_{seen[n]}")
+        else:
+            seen[n] = 1
+            out.append(n)
+    return out
