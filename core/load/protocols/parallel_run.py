@@ -212,8 +212,10 @@ def byte_cuts(source: RawCsvChunks, span: tuple[int, int], workers: int, info: T
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
         cuts = record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
                            first=first, taper=2 * max(1, workers))
-        # a guard against relative date words, if any
-        yield from cuts if source.refuse is None else _refusing(source, fd, cuts)
+        # A guard against relative date words, if any (read as main read it: byte_cuts is also
+        # called with a bare stand-in for the source, which has no guard).
+        refuse = getattr(source, "refuse", None)
+        yield from cuts if refuse is None else _refusing(source, fd, cuts)
     finally:
         os.close(fd)
 
