@@ -98,6 +98,10 @@ class StrategyPanel(QGroupBox):
         form.addRow(row2)
         self._on_strategy_changed()
 
+    def focus_order(self) -> list[QWidget]:
+        """The panel's controls in reading order, for the window's Tab chain."""
+        return [self.strategy_combo, self.batch_spin, self.workers_spin, self.commit_combo, self.policy_combo]
+
     def current(self) -> type[Strategy] | None:
         """The chosen strategy class; None for `auto`."""
         return self.strategies[self.strategy_combo.currentIndex()]

@@ -1,0 +1,64 @@
+"""Where the main window opens: where the user left it, or, the first time, fitted to the screen."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QEvent, QObject, QRect, QSize
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QSplitter, QWidget
+
+from ui.settings import WindowState
+
+# The first start fills the screen (a workbench: the grids and lists want the room), up to this size.
+WANTED = QSize(1920, 1200)
+# Room left for the window manager's frame and title bar, which Qt does not know before the window shows.
+FRAME = QSize(16, 40)
+
+
+def first_geometry(available: QRect, wanted: QSize = WANTED) -> QRect:
+    """`wanted`, cut to the available screen less the frame, centred on it."""
+    size = wanted.boundedTo(available.size() - FRAME)
+    rect = QRect(0, 0, max(size.width(), 1), max(size.height(), 1))
+    rect.moveCenter(available.center())
+    return rect
+
+
+class WindowPlacement(QObject):
+    """Restores the window's geometry and its splitters at start, and saves them when it closes.
+
+    The first start (nothing saved, or a saved geometry Qt cannot use) fits the window to the
+    available screen. A saved geometry from a screen no longer there is moved onto one by Qt.
+    """
+
+    def __init__(self, window: QWidget, splitters: dict[str, QSplitter]) -> None:
+        super().__init__(window)
+        self._window, self._splitters = window, splitters
+        self.state = WindowState.load()
+        self.restore()
+        window.installEventFilter(self)
+
+    def restore(self) -> None:
+        s = self.state
+        if not (s.geometry and self._window.restoreGeometry(_bytes(s.geometry))):
+            screen = self._window.screen() or QGuiApplication.primaryScreen()
+            self._window.setGeometry(first_geometry(screen.availableGeometry()))
+        for name, splitter in self._splitters.items():
+            if name in s.splitters:
+                splitter.restoreState(_bytes(s.splitters[name]))
+
+    def save(self) -> None:
+        self.state.geometry = _text(self._window.saveGeometry())
+        self.state.splitters = {name: _text(sp.saveState()) for name, sp in self._splitters.items()}
+        self.state.save()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if watched is self._window and event.type() == QEvent.Type.Close:
+            self.save()
+        return False
+
+
+def _bytes(text: str) -> QByteArray:
+    return QByteArray.fromBase64(QByteArray(text.encode("ascii", "ignore")))
+
+
+def _text(data: QByteArray) -> str:
+    return bytes(data.toBase64().data()).decode("ascii")
