@@ -65,10 +65,27 @@ def test_a_whole_load_with_the_keyboard_only(
     _key(qtbot, Qt.Key.Key_Down)
     assert _focused() is w.preview_view
     assert (w.preview_view.currentIndex().row(), w.preview_view.currentIndex().column()) == (1, 1)
+    # The mapping: arrows to a cell, F2 edits it, Space ticks and unticks.
+    assert _tab_to(qtbot, w.mapping_view) == [w.mapping_view]
+    m = w.mapping
+    assert w.mapping_view.currentIndex() == m.index(0, m.SOURCE)
+    _key(qtbot, Qt.Key.Key_Right)
+    _key(qtbot, Qt.Key.Key_F2)
+    _key(qtbot, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    _type(qtbot, "ident")
+    _key(qtbot, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: m.maps[0].target == "ident" and _focused() is w.mapping_view)  # Qt commits queued
+    _key(qtbot, Qt.Key.Key_Right)
+    _key(qtbot, Qt.Key.Key_Right)
+    assert w.mapping_view.currentIndex() == m.index(0, m.INCLUDE)
+    _key(qtbot, Qt.Key.Key_Space)
+    assert not m.maps[0].include
+    _key(qtbot, Qt.Key.Key_Space)
+    assert m.maps[0].include
     # Tab leaves the grids at once (the mapping's wrapped inside it), on to the target's fields.
     t = w.target_panel
-    assert _tab_to(qtbot, w.table_combo) == [w.mapping_view, w.mapping_panel.reset_btn, t.conn_combo,
-                                             t.connect_btn, t.new_btn, t.schema_combo, w.table_combo]
+    assert _tab_to(qtbot, w.table_combo) == [w.mapping_panel.reset_btn, t.conn_combo, t.connect_btn, t.new_btn,
+                                             t.schema_combo, w.table_combo]
     table = table_name("keys")
     with qtbot.waitSignal(w.mapping_ready, timeout=30_000):
         _key(qtbot, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
@@ -93,7 +110,7 @@ def test_a_whole_load_with_the_keyboard_only(
     assert _focused() is w.run_btn  # and back on Run once it ended
     result = done.args[0]
     assert (result.rows_loaded, result.rows_rejected) == (300, 1)
-    got = conn.execute(sql.SQL("SELECT count(*), sum(id) FROM {}").format(sql.Identifier(table))).fetchone()
+    got = conn.execute(sql.SQL("SELECT count(*), sum(ident) FROM {}").format(sql.Identifier(table))).fetchone()
     assert got == (300, sum(range(300)))
     # On past the run panel's buttons to the lists, and round to the start again.
     r = w.run_panel
