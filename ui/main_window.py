@@ -459,4 +459,5 @@ class MainWindow(QMainWindow):
         self.compare_tab.stop()
         self.foresight.stop()
         self.settings.save()
+        self.placement.save()  # the window's size and splitters, for the next start
         super().closeEvent(event)

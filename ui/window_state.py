@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QRect, QSize
+from PySide6.QtCore import QByteArray, QObject, QRect, QSize
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QSplitter, QWidget
 
@@ -23,10 +23,12 @@ def first_geometry(available: QRect, wanted: QSize = WANTED) -> QRect:
 
 
 class WindowPlacement(QObject):
-    """Restores the window's geometry and its splitters at start, and saves them when it closes.
+    """Restores the window's geometry and its splitters at start; the window calls save() when it closes.
 
     The first start (nothing saved, or a saved geometry Qt cannot use) fits the window to the
     available screen. A saved geometry from a screen no longer there is moved onto one by Qt.
+    Not an event filter on the window: a Python filter called while the window was being destroyed
+    crashed the process now and then (seen in the GUI tests).
     """
 
     def __init__(self, window: QWidget, splitters: dict[str, QSplitter]) -> None:
@@ -34,13 +36,14 @@ class WindowPlacement(QObject):
         self._window, self._splitters = window, splitters
         self.state = WindowState.load()
         self.restore()
-        window.installEventFilter(self)
 
-    def restore(self) -> None:
+    def restore(self, available: QRect | None = None) -> None:
+        """`available`: the screen's free area for a first start (by default the window's screen's)."""
         s = self.state
         if not (s.geometry and self._window.restoreGeometry(_bytes(s.geometry))):
-            screen = self._window.screen() or QGuiApplication.primaryScreen()
-            self._window.setGeometry(first_geometry(screen.availableGeometry()))
+            if available is None:
+                available = (self._window.screen() or QGuiApplication.primaryScreen()).availableGeometry()
+            self._window.setGeometry(first_geometry(available))
         for name, splitter in self._splitters.items():
             if name in s.splitters:
                 splitter.restoreState(_bytes(s.splitters[name]))
@@ -49,11 +52,6 @@ class WindowPlacement(QObject):
         self.state.geometry = _text(self._window.saveGeometry())
         self.state.splitters = {name: _text(sp.saveState()) for name, sp in self._splitters.items()}
         self.state.save()
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
-        if watched is self._window and event.type() == QEvent.Type.Close:
-            self.save()
-        return False
 
 
 def _bytes(text: str) -> QByteArray:
