@@ -33,7 +33,8 @@ class WindowPlacement(QObject):
 
     def __init__(self, window: QWidget, splitters: dict[str, QSplitter]) -> None:
         super().__init__(window)
-        self._window, self._splitters = window, splitters
+        self._window = window
+        self.splitters = splitters  # by name, as saved in window.toml
         self.state = WindowState.load()
         self.restore()
 
@@ -44,13 +45,13 @@ class WindowPlacement(QObject):
             if available is None:
                 available = (self._window.screen() or QGuiApplication.primaryScreen()).availableGeometry()
             self._window.setGeometry(first_geometry(available))
-        for name, splitter in self._splitters.items():
+        for name, splitter in self.splitters.items():
             if name in s.splitters:
                 splitter.restoreState(_bytes(s.splitters[name]))
 
     def save(self) -> None:
         self.state.geometry = _text(self._window.saveGeometry())
-        self.state.splitters = {name: _text(sp.saveState()) for name, sp in self._splitters.items()}
+        self.state.splitters = {name: _text(sp.saveState()) for name, sp in self.splitters.items()}
         self.state.save()
 
 

@@ -58,7 +58,7 @@ def test_geometry_and_splitters_are_restored(qtbot: Any, window: Any, dsn: str) 
     placed = QRect(0, 30, first.minimumWidth(), 720)
     first.setGeometry(placed)
     qtbot.waitUntil(lambda: first.geometry() == placed)
-    splitters = [first.placement._splitters[n] for n in SPLITTERS]
+    splitters = [first.placement.splitters[n] for n in SPLITTERS]
     _laid_out(qtbot, splitters[1])
     vsplit = splitters[1]
     before = vsplit.sizes()
@@ -78,8 +78,8 @@ def test_geometry_and_splitters_are_restored(qtbot: Any, window: Any, dsn: str) 
     second.show()
     qtbot.waitExposed(second)
     assert second.geometry() == placed
-    _laid_out(qtbot, second.placement._splitters["run"])
-    assert [second.placement._splitters[n].sizes() for n in SPLITTERS] == wanted
+    _laid_out(qtbot, second.placement.splitters["run"])
+    assert [second.placement.splitters[n].sizes() for n in SPLITTERS] == wanted
     second.close()
 
 
