@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont
 
 from core.mapping import unmatched
 from core.preview import sample_warnings
@@ -16,6 +16,27 @@ from core.spec import ColumnMap
 
 Index = QModelIndex | QPersistentModelIndex
 _DISPLAY = Qt.ItemDataRole.DisplayRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+
+# A real NULL is drawn apart from the text "NULL" (grey italics, as DBeaver and pgAdmin draw it).
+NULL_TEXT = "NULL"
+NULL_COLOR = QColor("#8a8a8a")
+NULL_TIP = "NULL: no value (not the text 'NULL')"
+
+
+def null_data(role: int) -> Any:
+    """What a cell holding a real NULL answers for `role` (None for roles it does not serve)."""
+    if role == _DISPLAY:
+        return NULL_TEXT
+    if role == _TOOLTIP:
+        return NULL_TIP
+    if role == Qt.ItemDataRole.ForegroundRole:
+        return NULL_COLOR
+    if role == Qt.ItemDataRole.FontRole:
+        font = QFont()
+        font.setItalic(True)
+        return font
+    return None
 
 
 class PreviewModel(QAbstractTableModel):
@@ -71,10 +92,10 @@ class PreviewModel(QAbstractTableModel):
             if role == Qt.ItemDataRole.ToolTipRole:
                 return f"Line {row.line}: this record {row.reason}; it is not a row.\n{row.record[:1000]}"
             return None
-        if role not in (_DISPLAY, Qt.ItemDataRole.ToolTipRole):
-            return None
         v = self._frame[row, index.column()]
-        return "NULL" if v is None else str(v)[:200]
+        if v is None:
+            return null_data(role)
+        return str(v)[:200] if role in (_DISPLAY, _TOOLTIP) else None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
         if role != _DISPLAY:
@@ -180,6 +201,8 @@ class MappingModel(QAbstractTableModel):
         if not index.isValid() or index.row() >= len(self.maps) or index.column() >= len(self.HEADERS):
             return None
         m, col = self.maps[index.row()], index.column()
+        if col == self.SAMPLE and m.source is not None and self._samples.get(m.source, "") is None:
+            return null_data(role)  # the first row's value is a real NULL
         if role == Qt.ItemDataRole.CheckStateRole and col == 4:
             return Qt.CheckState.Checked if m.include else Qt.CheckState.Unchecked
         if role == Qt.ItemDataRole.ForegroundRole and col == 5:
@@ -195,7 +218,7 @@ class MappingModel(QAbstractTableModel):
         if role not in (_DISPLAY, Qt.ItemDataRole.EditRole):
             return None
         sample = self._samples.get(m.source or "")
-        values = (m.source or "(constant)", "NULL" if sample is None else sample[:60], m.target, m.type, None,
+        values = (m.source or "(constant)", "" if sample is None else sample[:60], m.target, m.type, None,
                   self.warning(index.row()))
         return values[col]
 
@@ -310,12 +333,14 @@ class RowsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self._columns)
 
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
-        if role not in (_DISPLAY, Qt.ItemDataRole.ToolTipRole) or not index.isValid():
-            return None
-        if index.row() >= len(self._rows) or index.column() >= len(self._columns):
+        if not index.isValid() or index.row() >= len(self._rows) or index.column() >= len(self._columns):
             return None
         v = self._rows[index.row()][index.column()]
-        return "NULL" if v is None else str(v)[:200 if role == _DISPLAY else 2000]
+        if v is None:
+            return null_data(role)
+        if role not in (_DISPLAY, _TOOLTIP):
+            return None
+        return str(v)[:200 if role == _DISPLAY else 2000]
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
         if role != _DISPLAY:

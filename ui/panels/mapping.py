@@ -24,6 +24,7 @@ class MappingPanel(QGroupBox):
         view.setModel(self.mapping)
         view.setItemDelegate(MappingDelegate(view))
         view.setWordWrap(False)
+        view.setTabKeyNavigation(False)  # Tab leaves the grid (it wrapped inside it); arrows move inside
         view.verticalHeader().setVisible(False)
         view.verticalHeader().setDefaultSectionSize(22)
         header = view.horizontalHeader()
@@ -36,6 +37,8 @@ class MappingPanel(QGroupBox):
         # a narrow panel still shows them. The model's column numbers stay as they are.
         header.moveSection(MappingModel.SAMPLE, MappingModel.INCLUDE)
         header.setStretchLastSection(True)
+        # A wider panel widens the sample with the warning (at 64 px, a wide window still cut it).
+        header.setSectionResizeMode(MappingModel.SAMPLE, QHeaderView.ResizeMode.Stretch)
         # Centred, a title wider than its column lost both ends ("ource colum"): left-aligned and
         # elided at the right it reads from its start, and its tooltip has it whole.
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
@@ -55,6 +58,10 @@ class MappingPanel(QGroupBox):
         row.addWidget(self.mapping_hint, 1)
         row.addWidget(self.reset_btn)
         lay.addLayout(row)
+
+    def focus_order(self) -> list[QWidget]:
+        """The panel's controls in reading order, for the window's Tab chain."""
+        return [self.mapping_view, self.reset_btn]
 
     def show_unmatched(self, left: list[ColumnMap]) -> None:
         """Name the columns the existing table does not have; Run waits for them."""

@@ -94,10 +94,17 @@ class SourcePanel(QGroupBox):
         view.horizontalHeader().setDefaultSectionSize(110)
         view.verticalHeader().setDefaultSectionSize(22)
         view.setWordWrap(False)
+        view.setTabKeyNavigation(False)  # Tab leaves the grid (it walked 200 rows cell by cell); arrows move inside
         self.preview_view = view
         lay.addWidget(view)
         self.source_status = ElidedLabel("No file yet.")  # a long status must not widen the window
         lay.addWidget(self.source_status)
+
+    def focus_order(self) -> list[QWidget]:
+        """The panel's controls in reading order, for the window's Tab chain."""
+        return [self.path_edit, self.open_btn, self.format_combo, self.encoding_edit, self.header_check,
+                self.delim_edit, self.quote_edit, self.null_edit, self.refresh_btn, self.script_table_combo,
+                self.preview_view]
 
     def show_script_tables(self, tables: list[tuple[str, int]], picked: str | None) -> None:
         """The pick-list of a script's tables; hidden unless it fills several."""
