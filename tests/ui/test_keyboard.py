@@ -101,9 +101,11 @@ def test_a_whole_load_with_the_keyboard_only(
     assert _tab_to(qtbot, w.policy_combo) == [g.batch_spin, g.commit_combo, w.policy_combo]  # workers: disabled
     _type(qtbot, "s")
     assert w.policy_combo.currentText() == "skip"
-    assert _tab_to(qtbot, w.run_btn) == [w.run_btn]
+    # Under skip the reject limit and folder apply: Tab passes them on its way to Run.
+    assert _tab_to(qtbot, w.run_btn) == [g.reject_limit_spin, g.reject_folder_edit, g.reject_browse_btn,
+                                          g.reject_open_btn, w.run_btn]
     stops_seen: list[QWidget] = []
-    w.run_btn.clicked.connect(lambda: stops_seen.append(_focused()))  # after the click: the run has started
+    w.run_started.connect(lambda _job: stops_seen.append(_focused()))  # the run has started (after its checks)
     with qtbot.waitSignal(w.run_finished, timeout=60_000) as done:
         _key(qtbot, Qt.Key.Key_Return)  # Enter presses the focused button, like Space
     assert stops_seen == [w.stop_btn]  # while it runs, the focus is on Stop (Space or Enter stops it)
