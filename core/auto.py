@@ -44,7 +44,7 @@ class Choice:
 
 def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
     from core import mapping as mp
-    from core.protocols.common import source_is_csv
+    from core.protocols.common import source_is_csv, source_takes_raw
 
     source = plan.source
     width = source_row_width(source.path, source.size, source.format)
@@ -79,13 +79,14 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
                       f"every column has an exact binary form and the file is large ({size}): binary COPY "
                       "spares the server its text parsing, and the client's typing and encoding run on the "
                       "other core")
-    if source_is_csv(source) and identity and local:
-        return Choice("copy-csv", batch, 1, "a CSV file mapped column for column onto a server on this machine: "
-                      "its own bytes go to COPY, so the client spends almost nothing on cores the server needs")
+    if source_takes_raw(source) and identity and local:
+        return Choice("copy-csv", batch, 1, f"a {_kind(source.format)} file mapped column for column onto a server "
+                      "on this machine: its own bytes go to COPY, so the client spends almost nothing on cores "
+                      "the server needs")
     if typed():
         if not local:
             why = "the server is on another machine"
-        elif source.format not in ("csv", "tsv"):
+        elif source.format not in ("csv", "tsv", "pgtext"):
             why = f"a {source.format} file is parsed anyway"
         elif not identity:
             why = "the mapping is not column for column, so the file's own bytes cannot go to COPY"
@@ -131,3 +132,7 @@ def server_is_local(ctl: psycopg.Connection[Any]) -> bool:
     """True for a Unix socket or a loopback address: client and server share this machine's cores."""
     host = ctl.info.host or ""
     return host.startswith("/") or host in ("localhost", "127.0.0.1", "::1", "")
+
+
+def _kind(fmt: str) -> str:
+    return "PostgreSQL text-format" if fmt == "pgtext" else "CSV"

@@ -23,7 +23,7 @@ class ErrorPolicy(StrEnum):
     SKIP = "skip"
 
 
-FORMATS = ("csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow")
+FORMATS = ("csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow", "pgtext")
 
 
 @dataclass

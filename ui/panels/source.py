@@ -20,7 +20,7 @@ from core.spec import SourceOptions
 from ui.elided_label import ElidedLabel
 from ui.table_models import PreviewModel
 
-FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow"]
+FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow", "pgtext"]
 NULL_TIP = "Text that means NULL, e.g. NA or \\N (empty: an empty unquoted field is NULL, \"\" is empty text)"
 
 
