@@ -31,7 +31,7 @@ import psycopg
 from psycopg import sql
 
 from core import checkpoint as ck
-from core import explain, janitor, stages
+from core import empty_load, explain, janitor, stages
 from core import mapping as mp
 from core.auto import AUTO, Choice, choose
 from core.batch_size import source_row_width
@@ -157,7 +157,11 @@ class LoadJob:
         """What a run would do, said before it starts: the strategy (auto's pick), batch size,
         workers and transaction protocol, and why. Reads the source and the catalog; writes nothing."""
         with connect(resolve_dsn(self.spec.dsn), autocommit=True) as ctl:
-            _plan, cls = self._settle(ctl)
+            try:
+                _plan, cls = self._settle(ctl)
+            except empty_load.EmptyFile as empty:
+                return Foresight(self.spec.strategy, self.spec.rows_per_batch, 1, "single",
+                                 empty_load.note(self, empty.plan), auto=False)
         if self.protocol is not None:
             protocol = str(self.protocol.protocol.value)
         elif self.spec.commit is CommitMode.PER_BATCH:
@@ -173,6 +177,8 @@ class LoadJob:
         spec = self.spec
         cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
         plan = plan_load(spec, ctl)
+        if getattr(plan.source, "empty", False):
+            raise empty_load.EmptyFile(plan)
         if cls is None:
             self.chosen = choose(spec, plan, ctl)
             self.spec = spec = replace(spec, strategy=self.chosen.strategy, batch_rows=self.chosen.batch_rows,
@@ -200,7 +206,10 @@ class LoadJob:
         self._emit(Phase.CONNECTING, force=True)
         dsn = resolve_dsn(self.spec.dsn)
         with connect(dsn, autocommit=True) as ctl:
-            plan, cls = self._settle(ctl)
+            try:
+                plan, cls = self._settle(ctl)
+            except empty_load.EmptyFile as empty:
+                return empty_load.load_nothing(self, ctl, empty.plan)
             spec = self.spec
             source = plan.source
             self.bytes_total = source.size

@@ -32,6 +32,8 @@ def plan_load(spec: LoadSpec, conn: psycopg.Connection[Any] | None = None) -> Pl
     source = open_source(spec.source)
     ref = TableRef(spec.target.table, spec.target.schema)
     existing = table_columns(conn, ref) if conn is not None else None
+    if getattr(source, "empty", False):  # nothing to map (core.empty_load)
+        return Plan(source, ref, [], existing is not None, {c.name: c.type for c in existing or []})
     # A script's INSERTs that name no columns fill the table's in order, generated ones included.
     everything = (table_columns(conn, ref, generated=True) or []
                   if conn is not None and existing and source.format == "sql" else [])

@@ -23,6 +23,7 @@ class LoadResult:
     tables: tuple[str, ...] = ()  # a script that filled several tables: each one, in the file's order
     columns_not_loaded: tuple[str, ...] = ()  # the file's columns that no target column takes
     loaded_before: int = 0  # of rows_loaded, those an earlier per-batch run had committed
+    note: str = ""  # said once about the whole load (an empty file: what was done instead)
 
     @property
     def rows_per_s(self) -> float:

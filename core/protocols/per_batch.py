@@ -21,6 +21,7 @@ from core.errors import (
     ResumableStop,
 )
 from core.events import Phase
+from core.first_bad import in_file_order
 from core.plan import Plan
 from core.protocols.common import (
     _connection_lost,
@@ -145,7 +146,7 @@ def commit_batches(
     assert conn is not None
     ref, rejects = plan.target, job._rejects
     batches = plan.source.batches_with_bad if rejects is not None else plan.source.batches
-    for batch in batches(job.spec.rows_per_batch, skip_rows=job.rows_read):
+    for batch in in_file_order(batches(job.spec.rows_per_batch, skip_rows=job.rows_read), strategy):
         job.cancel.check()
         plan.source.check_unchanged()
         mapped = mp.apply(batch.frame, plan.maps)

@@ -30,6 +30,11 @@ def open_source(options: SourceOptions) -> Source:
         raise ConfigError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     options.format = fmt
     _check(options, fmt)
+    if fmt in ("csv", "tsv", "pgtext"):
+        from core.sources.empty import EmptySource, is_empty
+
+        if is_empty(options.path):
+            return EmptySource(options, fmt)
     if fmt in ("csv", "tsv"):
         from core.sources.csv_source import CsvSource
 
