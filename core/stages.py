@@ -251,7 +251,8 @@ def send_raw(
             # COPY would let that quote open a quoted value; the parser keeps it as written.
             raise _ParseInstead("a quote inside an unquoted field, which COPY would read differently")
         write_raw(chunk.data)
-        job.rows_read += count_records(chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
+        job.rows_read += chunk.records if chunk.records >= 0 else count_records(
+            chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]
         job.rows_loaded = job.rows_read
         job.bytes_read = chunk.bytes_read
         job._emit(Phase.LOADING)

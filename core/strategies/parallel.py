@@ -67,7 +67,11 @@ class _Worker(threading.Thread):
                             if isinstance(item, _Span):
                                 for part in self._read(item):
                                     # Counted here, apart from the server's count: a lost part must fail the load.
-                                    self.records += count_records(bytes(part), self.owner.quote)
+                                    data = bytes(part)
+                                    records = count_records(data, self.owner.quote)
+                                    self.records += records
+                                    if data.count(b"\n") > records:  # quoted newlines: see refuse_swallowing
+                                        self.owner.refuse_swallowing(data)
                                     cp.write(part)
                                     self.bytes_sent += len(part)
                             else:
@@ -213,6 +217,18 @@ class ParallelCopy(Strategy):
 
     path = ""  # feed_raw: the file the workers read
     quote = b'"'  # feed_raw: the file's quote, for counting its records
+    delimiter = b","  # feed_raw: the file's delimiter and columns, for refuse_swallowing
+    width = 0
+
+    def refuse_swallowing(self, data: bytes) -> None:
+        """A slice with a quoted field that swallowed whole records (core.sources.csv_swallowed)
+        goes no further as bytes: the parser names its lines (or sets it aside, under skip)."""
+        from core.protocols.common import _ParseInstead
+        from core.sources import csv_swallowed
+
+        found = csv_swallowed.first_found(data, self.delimiter, self.quote, self.width, 1)
+        if found is not None:
+            raise _ParseInstead("a quoted field holds whole records (a quote that never closes?)")
 
     def feed_raw(self, job: LoadJob, plan: Plan) -> None:
         """The file's own bytes with no reader in between: each worker reads whole-record byte
@@ -229,6 +245,8 @@ class ParallelCopy(Strategy):
             return
         self.path = str(plan.source.path)
         self.quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+        self.delimiter = plan.source.dialect.delimiter.encode()  # type: ignore[attr-defined]
+        self.width = len(plan.source.columns())
         def progress() -> None:
             # What the streams read and sent so far; at the end the job checks it against what
             # the server took.
