@@ -68,7 +68,7 @@ def _pgtext_or(fmt: str, options: SourceOptions) -> str:
 
     try:
         with open(options.path, "rb") as f:
-            head = f.read(1 << 16)
+            head = f.read(1 << 20)
     except OSError:
         return fmt
     return "pgtext" if looks_pgtext(head.removeprefix(b"\xef\xbb\xbf")) else fmt

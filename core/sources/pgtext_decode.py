@@ -110,13 +110,15 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ $.-]{0,62}")
 
 
 def looks_pgtext(head: bytes) -> bool:
-    """A sample that shows PostgreSQL's text COPY format: tab-separated lines of one width,
-    with `\\N` fields or backslash escapes (which no CSV or plain TSV writer produces)."""
+    """A sample that shows PostgreSQL's text COPY format: tab-separated lines of one width (in
+    its first 64 kB), with `\\N` fields or backslash escapes anywhere (which no CSV or plain TSV
+    writer produces; a catalog's export may show its first one after hundreds of kB)."""
     cut = head.rfind(b"\n")
     text = head[: cut + 1] if cut > 0 else head
-    if b"\t" not in text or not (_NULL_FIELD.search(text) or _ESCAPED.search(text)):
+    if b"\t" not in text or b"\\" not in text or not (_NULL_FIELD.search(text) or _ESCAPED.search(text)):
         return False
-    lines = [ln for ln in text.split(b"\n")[:500] if ln.strip()]
+    cut = text.rfind(b"\n", 0, 1 << 16)
+    lines = [ln for ln in text[: cut + 1 if cut > 0 else len(text)].split(b"\n")[:500] if ln.strip()]
     widths = Counter(len(split_fields(ln.decode("utf-8", "replace"), "\t")) for ln in lines)
     width, count = widths.most_common(1)[0]
     return width >= 2 and count >= len(lines) - max(1, len(lines) // 10)  # a ragged record is the reader's to name

@@ -206,3 +206,14 @@ def test_skip_sets_bad_records_aside(dsn: str, conn: psycopg.Connection[Any], ta
     assert (result.rows_loaded, result.rows_rejected) == (2, 2)
     rows = conn.execute(sql.SQL("SELECT id, t FROM {} ORDER BY id").format(sql.Identifier(dst))).fetchall()
     assert rows == [(1, None), (4, "\\")]
+
+
+def test_signs_far_into_the_file_are_found(tmp_path: Path) -> None:
+    """A catalog's export (pg_rewrite's) shows its first backslash after 450 kB of plain lines."""
+    path = tmp_path / "rules.copy"
+    tree = '({QUERY :x "q" ' * 40
+    plain = "".join(f"{i}\t{tree}\t-\n" for i in range(600))
+    path.write_text(plain + "601\ta \\\\ backslash\t\\N\n")
+    assert len(plain) > 1 << 18
+    assert open_source(SourceOptions(str(path))).format == "pgtext"
+    assert _values(path)[-1] == ("601", "a \\ backslash", None)
