@@ -70,11 +70,13 @@ class Foresight:
     strategy: str
     batch_rows: int
     workers: int
-    protocol: str  # single, staged, two-phase, create-then-rename, per-batch
+    protocol: str  # single, staged, two-phase, create-then-rename, per-batch; none: nothing to send
     reason: str
     auto: bool  # the strategy is auto's pick
 
     def describe(self) -> str:
+        if self.protocol == "none":
+            return self.reason  # nothing to send (an empty file): only what will be done instead
         picked = "auto will pick" if self.auto else "will run"
         workers = f", {self.workers} workers" if self.workers > 1 else ""
         head = f"{picked} {self.strategy} (batches of {self.batch_rows:,} rows{workers}; commit: {self.protocol})"
@@ -160,7 +162,7 @@ class LoadJob:
             try:
                 _plan, cls = self._settle(ctl)
             except empty_load.EmptyFile as empty:
-                return Foresight(self.spec.strategy, self.spec.rows_per_batch, 1, "single",
+                return Foresight(self.spec.strategy, self.spec.rows_per_batch, 1, "none",
                                  empty_load.note(self, empty.plan), auto=False)
         if self.protocol is not None:
             protocol = str(self.protocol.protocol.value)

@@ -124,6 +124,8 @@ class SourcePanel(QGroupBox):
         note = info.null_note()
         bad = f" and {len(info.bad)} malformed record{'s' if len(info.bad) != 1 else ''} (marked ⚠)" if info.bad else ""
         what = f"{len(info.columns)} columns, {info.rows_text()}; showing {info.sample.height} rows"
+        if not info.columns and info.rows_exact and not info.rows:
+            what = "the file is empty (a load of it loads 0 rows)"
         if len(info.script_tables) > 1 and o.script_table is None:
             # All of a script's tables: the preview is the first one's, not the whole load.
             first, first_rows = info.script_tables[0]
