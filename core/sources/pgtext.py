@@ -106,7 +106,7 @@ class PgTextSource(Source):
                     data = raw if decoder is None else decoder.decode(raw, final=not raw).encode("utf-8")
                     if not raw and not data:
                         return
-                    end = _end_marker(tail + data, at_start) if _END in tail + data else -1
+                    end = _end_marker(tail + data, at_start) if _END in data or _END in tail + data[:2] else -1
                     if end >= 0:
                         yield data[: max(0, end - len(tail))]
                         return

@@ -217,3 +217,18 @@ def test_signs_far_into_the_file_are_found(tmp_path: Path) -> None:
     assert len(plain) > 1 << 18
     assert open_source(SourceOptions(str(path))).format == "pgtext"
     assert _values(path)[-1] == ("601", "a \\ backslash", None)
+
+
+def test_auto_sends_a_large_export_raw(dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+                                       exported: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above copy-binary's size, a CSV is parsed into binary; PostgreSQL's own text is not (its raw
+    lines were faster: core/auto.py)."""
+    from core import auto
+
+    monkeypatch.setattr(auto, "BINARY_MIN_BYTES", 1000)
+    src, path = exported
+    dst = table_name("pgauto")
+    conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(sql.Identifier(dst), sql.Identifier(src)))
+    job, result = _load(dsn, path, dst)
+    assert result.chosen is not None and result.chosen["strategy"] == "copy-csv" and job._raw
+    assert _copy_out(conn, dst) == path.read_bytes()
