@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import re
 from collections.abc import Iterator
 
 import polars as pl
@@ -37,6 +38,8 @@ class PgTextSource(Source):
                           encoding=options.encoding, null=marker)
         except (OSError, LookupError, UnicodeError) as exc:
             raise SourceError(f"cannot read the file: {exc}", path=str(self.path)) from None
+        # What only the record-by-record reader gets right: an escaped delimiter, newline or CR.
+        self._careful = re.compile(rb"\\[" + re.escape(delimiter.encode()) + rb"\n\r]")
         self.null_columns: list[str] | None = None  # the marker is NULL in every column (it is never a word here)
         self.empty_null_columns: list[str] = []  # an empty field is an empty string, always
         self._header_end = 0  # bytes of the header line in the UTF-8 stream
@@ -179,8 +182,9 @@ class PgTextSource(Source):
                       ) -> tuple[pl.DataFrame, list[BadRecord], int]:
         """Whole records as (good rows, malformed records, physical lines they take)."""
         lines = data.count(b"\n")
-        d = self.dialect.delimiter.encode()
-        if not any(s in data for s in (b"\x00", b"\\" + d, b"\\\n", b"\\\r")):
+        # One regex pass (its search jumps from backslash to backslash): four `in` tests took
+        # ten times as long on an export whose every eleventh row holds a \N.
+        if b"\x00" not in data and not self._careful.search(data):
             frame = self._polars(data, lines)
             if frame is not None:
                 frame, bad = self._decode(frame, first_row, first_line)
