@@ -106,7 +106,8 @@ def unescape_column(series: pl.Series) -> tuple[pl.Series, dict[int, str]]:
 
 _NULL_FIELD = re.compile(rb"(?m)(?:^|\t)\\N(?=\t|\r?$)")
 _ESCAPED = re.compile(rb"\\[\\tnrbfv]|\\[0-7]{3}")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ $.-]{0,62}")
+_NAME = re.compile(r"[^\W\d][\w $.-]{0,62}")  # a column name as people write them
+_IDENT = re.compile(r"[a-z_][a-z0-9_$]{0,62}")  # one PostgreSQL folds to itself (no quotes needed)
 
 
 def looks_pgtext(head: bytes) -> bool:
@@ -126,15 +127,18 @@ def looks_pgtext(head: bytes) -> bool:
 
 def sniff_header(lines: list[list[str]]) -> bool:
     """Whether the first record names the columns. Only when the sample proves it: every field
-    of the first record a distinct name, and some column whose other values are never name-like
-    (numbers, dates, NULLs, JSON...). PostgreSQL writes no header unless asked to."""
+    of the first record a distinct name, and some column whose other values are never names of
+    that kind (numbers, dates, NULLs, JSON...; or, under lower-case identifiers such as
+    PostgreSQL's own, values that are not one: 'Alice' under 'name'). PostgreSQL writes no
+    header unless asked to."""
     if len(lines) < 2:
         return False
     first, rest = lines[0], [r for r in lines[1:] if len(r) == len(lines[0])]
     if not rest or len(set(first)) != len(first) or not all(_NAME.fullmatch(f) for f in first):
         return False
+    kinds = (_NAME, _IDENT) if all(_IDENT.fullmatch(f) for f in first) else (_NAME,)
     for i in range(len(first)):
         values = [r[i] for r in rest if r[i] != "\\N"]
-        if values and not any(_NAME.fullmatch(v) for v in values):
+        if values and any(not any(kind.fullmatch(v) for v in values) for kind in kinds):
             return True
     return False

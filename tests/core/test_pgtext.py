@@ -232,3 +232,16 @@ def test_auto_sends_a_large_export_raw(dsn: str, conn: psycopg.Connection[Any], 
     job, result = _load(dsn, path, dst)
     assert result.chosen is not None and result.chosen["strategy"] == "copy-csv" and job._raw
     assert _copy_out(conn, dst) == path.read_bytes()
+
+
+@pytest.mark.parametrize(("body", "header"), [
+    (b"name\tcity\nAlice\tParis\nBob\tOslo\n", True),  # all text: the values are not identifiers
+    (b"gr\xc3\xb6\xc3\x9fe\tid\n\\N\t1\nx\t2\n", True),  # a non-ASCII name
+    (b"alice\tparis\nbob\toslo\n", False),  # names all through: nothing proves a header
+    (b"1\t\\N\n2\tx\n", False),
+])
+def test_header_only_when_the_sample_proves_it(tmp_path: Path, body: bytes, header: bool) -> None:
+    path = tmp_path / "h.txt"
+    path.write_bytes(body)
+    source = open_source(SourceOptions(str(path), format="pgtext"))
+    assert source.dialect.header is header  # type: ignore[attr-defined]
