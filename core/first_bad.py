@@ -6,6 +6,10 @@ before the malformed record may hold a bad value the server has not reported yet
 first in the file, so the open write is ended before the record is reported, and a value the
 server refuses there is the error (psql names the same line). A malformed record then stops the
 load as bad data (BadRecordError, exit status 1), not as bad arguments.
+
+The raw path (the file's own bytes to COPY) meets some malformed records before the bytes of
+the records ahead of them were sent (they share a chunk): there the load goes through the
+parser instead (`reparse`), which sends every record ahead of the malformed one first.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def in_file_order(items: Iterable[T], strategy: Strategy) -> Iterator[T]:
+def in_file_order(items: Iterable[T], strategy: Strategy, *, reparse: bool = False) -> Iterator[T]:
     """`items` (batches or chunks of the source, in order) as they come; a malformed record met
-    while reading them is raised only once the rows sent before it are known good."""
+    while reading them is raised only once the rows sent before it are known good (or, with
+    `reparse`, sends the load through the parser)."""
     it = iter(items)
     while True:
         try:
@@ -34,6 +39,10 @@ def in_file_order(items: Iterable[T], strategy: Strategy) -> Iterator[T]:
             if exc.line is None:
                 raise  # the file itself (vanished, unreadable): no row to weigh it against
             strategy.flush()  # raises WriteFailed when the server refused an earlier row
+            if reparse:
+                from core.protocols.common import _ParseInstead
+
+                raise _ParseInstead(str(exc).removeprefix(f"{exc.path}, line {exc.line}: ")) from None
             raise as_bad_record(exc) from None
         yield item
 

@@ -244,7 +244,7 @@ def stream_raw(
 def send_raw(
     job: LoadJob, strategy: Strategy, plan: Plan, chunks: Iterable[RawChunk]) -> None:
     write_raw = strategy.write_raw  # type: ignore[attr-defined]
-    for chunk in in_file_order(chunks, strategy):
+    for chunk in in_file_order(chunks, strategy, reparse=True):
         job.cancel.check()
         plan.source.check_unchanged()
         if chunk.odd:

@@ -189,6 +189,10 @@ class CsvSource(CsvRecordParsing, Source):
         q, d = self.dialect.quote.encode(), self.dialect.delimiter.encode()
         consumed = 0
         for chunk in chunks:
+            nul = chunk.data.find(b"\x00")
+            if nul >= 0:  # COPY would refuse it as an encoding error; the parser names its record
+                raise SourceError("contains a NUL byte", path=str(self.path),
+                                  line=self._line_at(self._header_end + consumed + nul))
             records, lines = records_and_lines(chunk.data, q)
             if lines > records and not chunk.odd and csv_swallowed.likely(chunk.data, d, q, len(self._columns)):
                 found = csv_swallowed.first_found(chunk.data, d, q, len(self._columns),

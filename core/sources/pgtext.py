@@ -154,9 +154,15 @@ class PgTextSource(Source):
     def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
         """The file's own records for COPY (FORMAT text). A chunk with a record continued by an
         escaped newline is `odd`: COPY counts its rows differently, so the load parses instead."""
+        line = 1 + self._header_lines
         for data, pos in self._chunks(chunk_bytes or CHUNK_BYTES):
+            nul = data.find(b"\x00")
+            if nul >= 0:  # COPY would refuse it as an encoding error; the parser names its record
+                raise SourceError("contains a NUL byte", path=str(self.path), line=line + data.count(b"\n", 0, nul))
             odd = b"\\\n" in data and _has_continuation(data)
-            yield RawChunk(data, pos, odd, -1 if odd else data.count(b"\n"))
+            lines = data.count(b"\n")
+            yield RawChunk(data, pos, odd, -1 if odd else lines)
+            line += lines
 
     # -- parsing ------------------------------------------------------------------------
 

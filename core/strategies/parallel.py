@@ -70,8 +70,8 @@ class _Worker(threading.Thread):
                                     data = bytes(part)
                                     records = count_records(data, self.owner.quote)
                                     self.records += records
-                                    if data.count(b"\n") > records:  # quoted newlines: see refuse_swallowing
-                                        self.owner.refuse_swallowing(data)
+                                    if data.count(b"\n") > records or b"\x00" in data:
+                                        self.owner.refuse_odd(data)
                                     cp.write(part)
                                     self.bytes_sent += len(part)
                             else:
@@ -217,15 +217,17 @@ class ParallelCopy(Strategy):
 
     path = ""  # feed_raw: the file the workers read
     quote = b'"'  # feed_raw: the file's quote, for counting its records
-    delimiter = b","  # feed_raw: the file's delimiter and columns, for refuse_swallowing
+    delimiter = b","  # feed_raw: the file's delimiter and columns, for refuse_odd
     width = 0
 
-    def refuse_swallowing(self, data: bytes) -> None:
-        """A slice with a quoted field that swallowed whole records (core.sources.csv_swallowed)
-        goes no further as bytes: the parser names its lines (or sets it aside, under skip)."""
+    def refuse_odd(self, data: bytes) -> None:
+        """A slice with a NUL byte, or a quoted field that swallowed whole records
+        (core.sources.csv_swallowed), goes no further as bytes: the parser names its line."""
         from core.protocols.common import _ParseInstead
         from core.sources import csv_swallowed
 
+        if b"\x00" in data:
+            raise _ParseInstead("a NUL byte")
         found = csv_swallowed.first_found(data, self.delimiter, self.quote, self.width, 1)
         if found is not None:
             raise _ParseInstead("a quoted field holds whole records (a quote that never closes?)")

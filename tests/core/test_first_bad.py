@@ -145,3 +145,50 @@ def test_a_missing_file_is_still_a_usage_error(dsn: str, tmp_path: Path) -> None
     with pytest.raises(SourceError) as err:
         LoadJob(LoadSpec(SourceOptions(str(tmp_path / "nope.csv")), TargetSpec("t"), dsn=dsn)).foresee()
     assert err.value.exit_code == 2 and not isinstance(err.value, BadRecordError)
+
+
+def _with(path: Path, rows: int, edits: dict[int, bytes], tail: bytes = b"") -> Path:
+    """_write's file with whole lines replaced (1-based file lines) and bytes added at the end."""
+    lines = _write(path, rows, None, None).read_bytes().split(b"\n")
+    for line, text in edits.items():
+        lines[line - 1] = text
+    path.write_bytes(b"\n".join(lines) + tail)
+    return path
+
+
+RAW_AND_OTHERS = ["auto", "copy-csv", "copy-binary", "executemany", "parallel-copy"]
+
+
+@pytest.mark.parametrize("strategy", RAW_AND_OTHERS)
+def test_a_bad_value_before_a_quote_open_at_the_end_of_the_file(strategy: str, dsn: str, target: str,
+                                                                tmp_path: Path) -> None:
+    """The raw path meets the unclosed quote before the bytes of line 42 went to COPY (one chunk):
+    it goes through the parser, which sends line 42 first."""
+    path = _with(tmp_path / "d.csv", 900, {42: b"42,not a number,x,y,2024-03-15,1,t"}, b'999,1,"never closed\n')
+    with pytest.raises(BadRowError) as err:
+        _run(dsn, path, target, strategy, CommitMode.SINGLE)
+    assert err.value.problem.line == 42
+
+
+@pytest.mark.parametrize("strategy", RAW_AND_OTHERS)
+@pytest.mark.parametrize("pgtext", [False, True])
+def test_a_nul_byte_is_a_bad_record_named_by_its_line(strategy: str, pgtext: bool, dsn: str, target: str,
+                                                      tmp_path: Path) -> None:
+    """COPY would refuse a NUL as an encoding error (which the window read as a script's DEFAULT)."""
+    sep = b"\t" if pgtext else b","
+    nul = sep.join([b"300", b"1", b"a\x00b", b"x", b"2024-03-15", b"1", b"t"])
+    bad = sep.join([b"500", b"not a number", b"x", b"y", b"2024-03-15", b"1", b"t"])
+    lines = {300: nul, 500: bad} if pgtext else {301: nul, 501: bad}
+    path = _with(tmp_path / "d.txt", 900, lines) if not pgtext else _with_pgtext(tmp_path / "d.txt", lines)
+    with pytest.raises(BadRecordError) as err:
+        _run(dsn, path, target, strategy, CommitMode.SINGLE, **({"format": "pgtext"} if pgtext else {}))
+    assert err.value.line == (300 if pgtext else 301) and "NUL" in str(err.value)
+
+
+def _with_pgtext(path: Path, edits: dict[int, bytes]) -> Path:
+    _write(path, 900, None, None, pgtext=True)
+    lines = path.read_bytes().split(b"\n")
+    for line, text in edits.items():
+        lines[line - 1] = text
+    path.write_bytes(b"\n".join(lines))
+    return path
