@@ -15,7 +15,7 @@ from core.cancel import CancelToken
 from core.errors import ConfigError, SluiceError
 from core.spec import FORMATS, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 
-HEADLESS = ("load", "run", "compare", "strategies", "server")
+HEADLESS = ("load", "run", "compare", "strategies", "server", "history")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("strategies", help="list the strategy ids")
     srv = sub.add_parser("server", help="the embedded PostgreSQL")
     srv.add_argument("action", choices=["start", "stop", "status"])
+    from app.history_cli import add_parser
+
+    add_parser(sub)
     return parser
 
 
@@ -213,6 +216,7 @@ def _emit_json(obj: dict[str, Any]) -> None:
 def cmd_load(
     spec: LoadSpec, as_json: bool, save_profile: str | None = None, *, resume: bool = False, restart: bool = False
 ) -> int:
+    from app.history_cli import remember_error, remember_result
     from core import profile
     from core.job import LoadJob
 
@@ -224,12 +228,17 @@ def cmd_load(
     cancel = CancelToken()
     line = ProgressLine()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.cancel())
+    job = LoadJob(spec, on_progress=line, on_log=line.log, cancel=cancel, resume=resume, restart=restart)
     try:
-        job = LoadJob(spec, on_progress=line, on_log=line.log, cancel=cancel, resume=resume, restart=restart)
         result = job.run()
+    except SluiceError as exc:
+        line.end()
+        remember_error(spec, job, exc)  # the window's History lists headless runs too
+        raise
     finally:
         line.end()
         signal.signal(signal.SIGINT, previous)
+    remember_result(spec, result)
     if result.resumed_from:
         print(f"resumed after {result.resumed_from:,} rows an earlier run had committed", file=sys.stderr)
     into = (f"{len(result.tables)} tables ({', '.join(result.tables)})" if len(result.tables) > 1
@@ -285,6 +294,10 @@ def main(argv: Sequence[str]) -> int:
             return cmd_strategies()
         if args.command == "server":
             return cmd_server(args.action)
+        if args.command == "history":
+            from app.history_cli import cmd_history
+
+            return cmd_history(args)
         if args.command == "load":
             warm = _warm_up()
             try:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from core.compare import CompareSpec, run_compare
+from core.compare import CompareSpec, run_compare, verdict
 from core.errors import ConfigError
 
 
@@ -54,6 +54,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"{r.strategy:<20} {batch:>8} {r.workers:>7} {j['median_rows_per_s']:>14,.0f} "
               f"{j['min_rows_per_s']:>12,.0f} {j['max_rows_per_s']:>12,.0f} {j['median_mb_per_s']:>7.2f} "
               f"{r.ratio_to_fastest:>6.2f}{note}")
+    for r in report.results:
+        if r.picked:
+            print(f"{r.strategy} picked {r.picked}")
+    said = verdict(report.results)
+    if said:
+        print(said[0].upper() + said[1:] + ("" if "tie" not in said else ": run more repeats to tell them apart"))
     if args.json:
         print(json.dumps(report.to_json()))
     return 0 if any(r.runs for r in report.results) else 1

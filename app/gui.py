@@ -86,18 +86,27 @@ def main(argv: list[str]) -> int:
         if args.screenshot and not outcome.get("shot"):
             outcome["shot"] = 1
             window.grab().save(args.screenshot)
-            app.quit()
+            window.close()  # as Quit does: the window stops its timers and workers, then the app ends
 
     def after_run(code: int) -> None:
+        if outcome.get("ran"):
+            return  # the --run load's outcome is the exit status, not a later one's
+        outcome["ran"] = 1
         outcome["code"] = code
         if args.screenshot:
             # Once the plan for the next run is said again (or after 5 s), so the shot shows it.
             window.foresight.updated.connect(lambda _t: QTimer.singleShot(100, shoot))
             QTimer.singleShot(5000, shoot)
 
-    window.run_finished.connect(lambda _r: after_run(0))
-    window.run_failed.connect(lambda _m: after_run(1))
-    window.run_cancelled.connect(lambda: after_run(1))
+    if args.run:
+        # The exit status tells a script how the --run load went; loads the user starts by hand
+        # are the user's to read in the window, and a normal Quit after them exits 0.
+        window.run_finished.connect(lambda _r: after_run(0))
+        window.run_failed.connect(lambda _m: after_run(1))
+        window.run_cancelled.connect(lambda: after_run(1))
+        window.run_refused.connect(lambda _m: after_run(1))
+    if args.screenshot:
+        window.runs.unattended = True  # nobody is there to answer a question: it is answered no
 
     def on_ready() -> None:
         if args.table:

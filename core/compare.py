@@ -26,6 +26,7 @@ from psycopg import sql
 
 from core import janitor
 from core import mapping as mp
+from core.auto import AUTO
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn
 from core.errors import Cancelled, ConfigError, SluiceError
@@ -59,6 +60,8 @@ class CompareResult:
     error: str | None = None
     ratio_to_fastest: float = 0.0
     batch_sized: bool = True  # False: the strategy sends row by row; batch_rows only sizes the reads
+    picked: str = ""  # `auto` as a contestant: what it picked ("copy-csv · 100,000"), as a load would
+    tie: bool = False  # the fastest and the runner-up, when their min–max ranges overlap
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -81,6 +84,7 @@ class CompareResult:
             "median_mb_per_s": round(statistics.median(self.mb_runs), 3) if self.mb_runs else 0.0,
             "runs": len(self.runs), "rows": self.rows, "ratio_to_fastest": round(self.ratio_to_fastest, 4),
             "reduced_rows": self.reduced_rows, "error": self.error, "batch_sized": self.batch_sized,
+            "picked": self.picked or None, "tie": self.tie,
         }
 
 
@@ -111,6 +115,9 @@ def combinations(spec: CompareSpec, is_sql: bool = False) -> list[CompareResult]
     """
     out = []
     for sid in spec.strategies:
+        if sid == AUTO:  # picks its own batch size and workers, once per run, as a load would
+            out.append(CompareResult(AUTO, max(spec.batch_rows), 1, batch_sized=False))
+            continue
         cls = get_strategy(sid)
         if cls.script_only and not is_sql:
             raise ConfigError(f"{sid} replays INSERT scripts; the source is not one")
@@ -121,14 +128,36 @@ def combinations(spec: CompareSpec, is_sql: bool = False) -> list[CompareResult]
 
 
 def rank(results: list[CompareResult]) -> None:
-    """Set each result's ratio to the fastest median among them."""
+    """Set each result's ratio to the fastest median among them, and mark a tie for the fastest."""
     best = max((r.median_rows_per_s for r in results if r.runs), default=0.0)
     for r in results:
         r.ratio_to_fastest = r.median_rows_per_s / best if best else 0.0
+        r.tie = False
+    first, second = podium(results)
+    if first is not None and second is not None and min(first.runs) <= max(second.runs):
+        first.tie = second.tie = True  # the winner's slowest run was no faster than the runner-up's fastest
+
+
+def podium(results: list[CompareResult]) -> tuple[CompareResult | None, CompareResult | None]:
+    """The fastest result by median and the runner-up (None where there is none)."""
+    done = sorted((r for r in results if r.runs), key=lambda r: r.median_rows_per_s, reverse=True)
+    return (done[0] if done else None), (done[1] if len(done) > 1 else None)
+
+
+def verdict(results: list[CompareResult]) -> str:
+    """'copy-csv · 10,000 wins' or 'tie: copy-csv · 10,000 and copy-binary · 10,000 (ranges overlap)'; '' if none."""
+    first, second = podium(results)
+    if first is None:
+        return ""
+    if first.tie and second is not None:
+        return f"tie: {describe(first)} and {describe(second)} (their min–max ranges overlap)"
+    return f"{describe(first)} wins"
 
 
 def describe(r: CompareResult) -> str:
     """'copy-csv · 10,000', 'parallel-copy ×4 · 10,000', 'row-transaction' (no batch size)."""
+    if r.strategy == AUTO:
+        return f"{AUTO} → {r.picked}" if r.picked else AUTO
     workers = f" ×{r.workers}" if r.workers > 1 else ""
     return f"{r.strategy}{workers}" + (f" · {r.batch_rows:,}" if r.batch_sized else "")
 
@@ -320,6 +349,11 @@ def _timed_run(run_spec: LoadSpec, res: CompareResult, budget_s: float, cancel: 
         timer.join()  # its thread is gone before the next run, not some time after
         unhook()
     res.rows = result.rows_loaded
+    if result.chosen:  # auto: what it picked (several picks, if runs differed, all said)
+        c, cls = result.chosen, get_strategy(str(result.chosen["strategy"]))
+        pick = describe(CompareResult(cls.id, int(c["batch_rows"]), int(c["workers"]) if cls.takes_workers else 1,
+                                      batch_sized=cls.batch_sized))
+        res.picked = pick if res.picked in ("", pick) else " / ".join(dict.fromkeys([*res.picked.split(" / "), pick]))
     # The loading phase only: start-up, connecting and planning cost every strategy alike
     # (the benchmark times whole commands instead).
     secs = result.load_seconds or result.seconds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,24 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from core.errors import ConfigError, ConnectError
+
+
+class _QuietPipelineAbort(logging.Filter):
+    """Drops psycopg's "error ignored terminating <Pipeline>: pipeline aborted" warning.
+
+    A statement refused inside a pipeline (the skip policy's isolation, executemany) aborts the
+    pipeline, and leaving its block then logs that warning although the statement's own error
+    is already raised and handled: three lines on stderr per rejected row. The load says what
+    happened once (its rejects); other warnings of psycopg's logger pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (record.msg == "error ignored terminating %r: %s" and args
+                    and isinstance(args[-1], psycopg.errors.PipelineAborted))
+
+
+logging.getLogger("psycopg").addFilter(_QuietPipelineAbort())
 
 
 def strip_password(dsn: str) -> str:

@@ -49,6 +49,13 @@ class BadRecordError(SourceError):
     exit_code = 1
 
 
+class RefusedValue(SourceError):
+    """A value the client refuses before sending it (a relative date word, core.relative_dates)
+    under the `abort` policy: a bad row (exit status 1), not an unreadable file."""
+
+    exit_code = 1
+
+
 class ConnectError(SluiceError):
     """The database cannot be reached or refused the login."""
 

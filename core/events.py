@@ -27,14 +27,19 @@ class Progress:
     bytes_total: int = 0  # size of the source (0 when unknown)
     elapsed: float = 0.0  # seconds since the job started
     message: str = ""
+    # A resumed run starts its counters where the earlier run's commits left them; its rates and
+    # ETA count only what this run did in its own seconds.
+    loaded_before: int = 0
+    bytes_before: int = 0
 
     @property
     def rows_per_s(self) -> float:
-        return self.rows_loaded / self.elapsed if self.elapsed > 0 else 0.0
+        """This run's rows loaded per second (a resumed run's earlier rows took none of its time)."""
+        return max(self.rows_loaded - self.loaded_before, 0) / self.elapsed if self.elapsed > 0 else 0.0
 
     @property
     def mb_per_s(self) -> float:
-        return self.bytes_read / 1e6 / self.elapsed if self.elapsed > 0 else 0.0
+        return max(self.bytes_read - self.bytes_before, 0) / 1e6 / self.elapsed if self.elapsed > 0 else 0.0
 
     @property
     def fraction(self) -> float | None:
@@ -45,9 +50,10 @@ class Progress:
     @property
     def eta_s(self) -> float | None:
         frac = self.fraction
-        if not frac or frac <= 0 or self.elapsed <= 0:
+        done = self.bytes_read - self.bytes_before  # this run's bytes, in this run's seconds
+        if not frac or frac <= 0 or self.elapsed <= 0 or done <= 0:
             return None
-        return self.elapsed * (1 - frac) / frac
+        return self.elapsed * max(self.bytes_total - self.bytes_read, 0) / done
 
 
 def human_seconds(s: float | None) -> str:

@@ -47,8 +47,10 @@ def in_file_order(items: Iterable[T], strategy: Strategy, *, reparse: bool = Fal
         yield item
 
 
-def as_bad_record(exc: SourceError) -> BadRecordError:
-    if isinstance(exc, BadRecordError):
+def as_bad_record(exc: SourceError) -> SourceError:
+    """The reader's error as bad data (exit status 1); one that says so already (a value the
+    client refuses, core.errors.RefusedValue) stays as it is."""
+    if exc.exit_code == 1:
         return exc
     bad = BadRecordError("", path=exc.path, line=exc.line)
     bad.args = exc.args  # the message as the reader worded it

@@ -137,6 +137,8 @@ class LoadJob:
                 self.bytes_total,
                 now - self._t0,
                 message,
+                self.loaded_before,
+                self.bytes_before,
             )
         )
 
@@ -353,6 +355,8 @@ class LoadJob:
     # -- per-batch commits ------------------------------------------------------------
 
     resumed_from = 0
+    loaded_before = 0  # rows and bytes an earlier per-batch run had committed: not this run's work
+    bytes_before = 0
 
     def _ensure_target(self, ctl: psycopg.Connection[Any], plan: Plan, mode: LoadMode) -> bool:
         """Create the table for mode create (True when made here), or check that it exists."""

@@ -18,6 +18,8 @@ _TS = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$"
 _TSTZ = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)$"
 _TIME = r"^\d{2}:\d{2}(:\d{2}(\.\d+)?)?$"
 _UUID = r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+_FIXED_TIME = r"(?i)^([+-]?infinity|epoch)$"  # PostgreSQL's fixed special dates: values, not words
+_RELATIVE = r"(?i)(?-u:\b)(?:now|today|tomorrow|yesterday)(?-u:\b)"  # see core.relative_dates
 INT4 = 2**31
 INT8 = 2**63
 
@@ -67,13 +69,16 @@ def infer_pg_type(values: pl.Series) -> str:
         if s.str.contains(r"[eE]|(?i)nan|inf").any() and all(_float_keeps(v) for v in s.head(1000).to_list()):
             return "double precision"
         return "numeric"
-    if _all(s, _DATE):
-        return "date" if s.str.to_date("%Y-%m-%d", strict=False).null_count() == 0 else "text"
+    # 'epoch' and '±infinity' are dates too, when real dates stand beside them.
+    dated = s.filter(~s.str.contains(_FIXED_TIME))
+    dated = dated if dated.len() else s
+    if _all(dated, _DATE):
+        return "date" if bool(_real_date(dated).all()) else "text"
     if bool(s.str.contains(_SUB_MICRO).any()):
         return "text"  # a timestamp or time would round these to microseconds
-    if _all(s, _TSTZ):
+    if _all(dated, _TSTZ) and bool(_real_date(dated).all()):
         return "timestamptz"
-    if _all(s, _TS):
+    if _all(dated, _TS) and bool(_real_date(dated).all()):
         return "timestamp"
     if _all(s, _TIME):
         return "time"
@@ -88,6 +93,78 @@ def infer_pg_type(values: pl.Series) -> str:
         except ValueError:
             return "text"
     return "text"
+
+
+def _real_date(s: pl.Series) -> pl.Series:
+    """Per value: its first ten characters are a date of the calendar (not 2024-02-30)."""
+    return s.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False).is_not_null()
+
+
+def _fits(s: pl.Series, pg_type: str) -> pl.Series | None:
+    """Per value (stripped, not null): PostgreSQL's input for `pg_type` takes it, column-wise; None
+    for types checked value by value (value_converts). Relative date words never fit."""
+    fixed = s.str.contains(_FIXED_TIME)
+    if pg_type == "date":
+        return (s.str.contains(_DATE) & _real_date(s)) | fixed
+    if pg_type in ("timestamp", "timestamptz"):
+        return (s.str.contains(_TS) | s.str.contains(_TSTZ)) & _real_date(s) | fixed
+    patterns = {"boolean": _BOOL, "integer": _INT, "bigint": _INT, "smallint": _INT, "time": _TIME, "uuid": _UUID}
+    if pg_type in patterns:
+        return s.str.contains(patterns[pg_type])
+    if pg_type in ("numeric", "double precision", "real"):
+        return s.str.contains(_INT) | s.str.contains(_DEC) | s.str.contains(_SPECIAL_FLOAT)
+    return None
+
+
+def refused(values: pl.Series, pg_type: str) -> pl.Series:
+    """Per value of a text column: it would not load as `pg_type` (or would load as a relative date)."""
+    t = normalize_type(pg_type)
+    s = values.cast(pl.String).str.strip_chars()
+    fits = _fits(s, t.split("(")[0])
+    if fits is None:
+        return s.map_elements(lambda v: not value_converts(v, t), return_dtype=pl.Boolean).fill_null(False)
+    return ~fits.fill_null(True)
+
+
+def is_relative(values: pl.Series) -> pl.Series:
+    """Per value: holds a relative date word (core.relative_dates refuses it in date and time columns)."""
+    return values.cast(pl.String).str.contains(_RELATIVE).fill_null(False)
+
+
+_NEAR = (("boolean", "booleans"), ("integer", "integers"), ("numeric", "numbers"), ("date", "dates"),
+         ("timestamp", "timestamps"), ("time", "times"), ("uuid", "uuids"))
+
+
+def text_reason(values: pl.Series) -> str:
+    """Why a text column is text when most of its values are of another type: the values that
+    made it so ('' when it is text through and through)."""
+    s = values.drop_nulls().cast(pl.String).str.strip_chars()
+    s = s.filter(s != "")
+    if s.len() < 2:
+        return ""
+    best: tuple[int, str, pl.Series] | None = None
+    for pg_type, plural in _NEAR:
+        fits = _fits(s, pg_type)
+        assert fits is not None
+        n = int(fits.sum())
+        if best is None or n > best[0]:
+            best = (n, plural, fits)
+    assert best is not None
+    n, plural, fits = best
+    if n == s.len() and plural in ("integers", "numbers") and bool(s.str.contains(_LEADING_ZERO).any()):
+        zeros = s.filter(s.str.contains(_LEADING_ZERO)).unique(maintain_order=True)
+        return f"{_shown(zeros)} made it text: leading zeros would be lost as a number"
+    if n < 2 or n * 2 < s.len() or n == s.len():
+        return ""
+    odd = s.filter(~fits).unique(maintain_order=True)
+    relative = " (relative date words are not dates)" if bool(is_relative(odd).any()) else ""
+    return (f"{_shown(odd)} made it text{relative}; the other {n:,} sample value{'s' if n != 1 else ''} "
+            f"{'are' if n != 1 else 'is'} {plural}")
+
+
+def _shown(values: pl.Series, most: int = 3) -> str:
+    shown = ", ".join(repr(str(v)[:20]) for v in values.head(most).to_list())
+    return shown + (", …" if values.len() > most else "")
 
 
 def infer_from_dtype(dtype: pl.DataType) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 
 from core import mapping as mp
+from core import relative_dates
 from core.db import TableRef, table_columns
 from core.script_mapping import positional_maps
 from core.sources.base import Source
@@ -46,4 +47,5 @@ def plan_load(spec: LoadSpec, conn: psycopg.Connection[Any] | None = None) -> Pl
         types = {c.name: c.type for c in existing}
     else:
         types = {m.target: m.type for m in mp.included(maps)}
+    source.refuse = relative_dates.guard(source, maps, types)  # relative date words: bad values
     return Plan(source, ref, maps, existing is not None, types, tuple(c.name for c in everything if c.generated))

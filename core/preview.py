@@ -10,14 +10,19 @@ import polars as pl
 from psycopg import sql
 
 from core import mapping as mp
+from core import relative_dates
 from core.db import Column, TableRef, connect, list_schemas, list_tables, resolve_dsn, table_columns
-from core.pgtypes import value_converts
+from core.errors import SluiceError
+from core.pgtypes import is_relative, normalize_type, refused, text_reason
+from core.protocols.common import count_records
 from core.sources.base import BadRecord, Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, SourceOptions
 from core.target_facts import TableSize, size_on
 
 BAD_SHOWN = 50  # malformed records kept for the preview
+EXACT_FILE_BYTES = 32 << 20  # text files up to this size are read whole to count their rows (~0.3 s)
+COUNT_BATCH = 100_000
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,10 @@ class SourceInfo:
     def rows_text(self) -> str:
         """'7 rows' or 'about 336,800 rows'."""
         return f"{'' if self.rows_exact else 'about '}{self.rows:,} row{'' if self.rows == 1 else 's'}"
+
+    def counted(self, rows: int) -> SourceInfo:
+        """This file's info with its rows as a run or a check counted them (read through to the end)."""
+        return replace(self, rows=rows, rows_exact=True)
 
     def null_note(self) -> str:
         """The sniffed NULL marker in words, for the source panel ('' when it is PostgreSQL's default)."""
@@ -100,28 +109,55 @@ def _sample_with_bad(source: Source, rows: int) -> tuple[pl.DataFrame, list[BadR
 def _row_count(
     source: Source, sample: pl.DataFrame, bad: int, whole: bool, tables: list[tuple[str, int]]
 ) -> tuple[int, bool]:
+    """The file's rows: exact where it is cheap (a script's own count, a file read whole already,
+    metadata, a frame in memory, a text file small enough to read through), else an estimate."""
     if tables:
         return sum(n for _, n in tables), True
     if whole:
         return sample.height + bad, True
-    if source.format == "parquet":
-        try:
-            return int(pl.scan_parquet(source.path).select(pl.len()).collect().item()), True
-        except Exception:  # noqa: BLE001 - fall back to the estimate
-            pass
+    known = source.known_rows()
+    if known is not None:
+        return known, True
+    if source.size <= EXACT_FILE_BYTES:
+        try:  # the reader a load uses: malformed records count as rows, as they do there
+            return sum(b.frame.height + len(b.bad) for b in source.batches_with_bad(COUNT_BATCH)), True
+        except (SluiceError, pl.exceptions.PolarsError, OSError):
+            pass  # the load will say what is wrong; an estimate meanwhile
     if sample.height == 0:
         return 0, False
+    per_record = _bytes_per_record(source)
+    if per_record:
+        return max(sample.height, round(source.size / per_record)), False
     # Bytes per row as the file spells them: field text plus a delimiter each (quotes are not counted).
     text = sample.select(pl.all().cast(pl.String).str.len_bytes().fill_null(0))
     per_row = (float(text.sum_horizontal().sum()) + sample.width * sample.height) / sample.height
     return max(sample.height, round(source.size / max(per_row, 1.0))), False
 
 
-def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str]:
-    """One note per column map: the sample values that will not convert to the chosen type ('' if none).
+def _bytes_per_record(source: Source) -> float | None:
+    """A CSV's bytes per record in its first few megabytes, quotes and quoted newlines counted
+    as they stand (the sample's field text leaves them out); None for other formats."""
+    chunks = getattr(source, "raw_chunks", None)
+    dialect = getattr(source, "dialect", None)
+    if chunks is None or dialect is None:
+        return None
+    try:
+        first = next(iter(chunks(1 << 20, tolerant=True)), None)
+    except (SluiceError, OSError):
+        return None
+    if first is None:
+        return None
+    records = count_records(first.data, dialect.quote.encode())
+    return len(first.data) / records if records else None
 
-    Checked on the text each value is sent as, the same for every strategy (a quick client-side
-    check; the server has the last word).
+
+def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap], *, new_table: bool = True) -> list[str]:
+    """One note per column map: the sample values that will not convert to the chosen type, or
+    why a column of another type's values is text ('' if nothing to say).
+
+    Checked column-wise on the text each value is sent as, the same for every strategy (a quick
+    client-side check; the server has the last word). Impossible dates (2024-02-30) do not
+    convert; relative date words (yesterday) are refused in date and time columns.
     """
     notes: list[str] = []
     for m in maps:
@@ -129,19 +165,33 @@ def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str
             notes.append("")
             continue
         values = mp.pg_text(sample[m.source]).drop_nulls()
-        counts = values.value_counts(sort=True)
-        bad = [(str(v), int(n)) for v, n in counts.iter_rows() if not value_converts(str(v), m.type)]
-        if not bad:
+        if normalize_type(m.type) == "text":  # a new table's inferred text: say what made it so
+            notes.append(text_reason(values) if new_table and sample[m.source].dtype == pl.String else "")
+            continue
+        bad = values.filter(refused(values, m.type))
+        if bad.len() == 0:
             notes.append("")
             continue
-        rows = sum(n for _, n in bad)
-        shown = ", ".join(repr(v[:20]) for v, _ in bad[:3]) + (", …" if len(bad) > 3 else "")
-        notes.append(f"{rows} of {sample.height} sample rows not {m.type}: {shown}")
+        counts = bad.value_counts(sort=True)
+        shown = ", ".join(repr(str(v)[:20]) for v in counts[:, 0].head(3).to_list())
+        shown += ", …" if counts.height > 3 else ""
+        relative = bool(is_relative(bad).any()) and relative_dates.is_time_type(m.type)
+        notes.append(f"{bad.len()} of {sample.height} sample rows not {m.type}: {shown}"
+                     + ("; relative date words are refused (not loaded as the day of the load)" if relative else ""))
     return notes
 
 
 def ddl_preview(ref: TableRef, maps: list[ColumnMap]) -> str:
     return mp.create_table_sql(ref, maps).as_string(None)
+
+
+def ddl_renamed(ddl: str, old: TableRef, new: TableRef) -> str | None:
+    """A CREATE TABLE text (the user's edit of ddl_preview's) naming `new` instead of `old`.
+
+    None when `old` does not stand in it exactly once as ddl_preview writes it: no safe rename.
+    """
+    old_text, new_text = (sql.SQL("CREATE TABLE {}").format(r.ident()).as_string(None) for r in (old, new))
+    return ddl.replace(old_text, new_text) if ddl.count(old_text) == 1 else None
 
 
 @dataclass(frozen=True)

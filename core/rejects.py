@@ -65,7 +65,7 @@ def reject_fields(
 
 
 def bad_record_fields(bad: BadRecord) -> tuple[Any, ...]:
-    return (bad.line or "", bad.row + 1, "", "", bad.reason, bad.record)
+    return (bad.line or "", bad.row + 1, bad.column, bad.value, bad.reason, bad.record)
 
 
 class RejectWriter:

@@ -21,6 +21,7 @@ class LoadResult:
     reason: str = ""  # why auto chose it, and why several streams take their protocol (said before the run)
     rows_dropped: int = 0  # script rows ON CONFLICT DO NOTHING dropped: their key was already there
     tables: tuple[str, ...] = ()  # a script that filled several tables: each one, in the file's order
+    table_rows: tuple[tuple[str, int], ...] = ()  # ... and the rows this load put into each
     columns_not_loaded: tuple[str, ...] = ()  # the file's columns that no target column takes
     loaded_before: int = 0  # of rows_loaded, those an earlier per-batch run had committed
     note: str = ""  # said once about the whole load (an empty file: what was done instead)

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
+from core import relative_dates
 from core.db import TableRef, connect, insert_into, table_columns
 from core.diagnose import server_reason
-from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RowProblem
+from core.errors import BadRowError, Cancelled, ConfigError, LoadFailed, RefusedValue, RowProblem
 from core.events import Phase
 from core.script_split import BlockSplit
 from core.sources.sql_source import CopyChunk, CsvChunk, ParsedChunk, SqlScriptSource
@@ -66,7 +67,9 @@ def takes_over(spec: LoadSpec, strategy: str, plan: Plan) -> bool:
             )
         return True
     if simple and mp.is_identity(plan.maps, source.columns()):
-        return True
+        # Its values go to COPY as the script spells them: one spelling a relative date word
+        # (core.relative_dates) goes through the parsed rows instead, which refuse it.
+        return source.refuse is None or not source.refuse.file_may_hold(source.path)
     if source.on_conflict and not strategy.startswith("script-"):
         if simple:
             raise ConfigError(
@@ -104,6 +107,8 @@ class _Table:
     columns: list[str]
     stage: TableRef | None = None  # ON CONFLICT DO NOTHING: rows wait here
     staged: int = 0
+    loaded: int = 0  # rows this load put into the table (the history lists each table's)
+    timed: tuple[tuple[str, str], ...] = ()  # (c<k>, column) of its date and time columns (relative_dates)
 
 
 @dataclass
@@ -184,6 +189,8 @@ class ScriptLoad:
             spec.strategy, job.rows_read, job.rows_loaded, 0, time.monotonic() - job._t0, job.bytes_read,
             load_seconds=job._load_seconds(), rows_dropped=self.dropped, reason=self.split.reason,
             tables=tuple(t.ref.display() for t in self.tables.values()) if len(self.tables) > 1 else (),
+            table_rows=tuple((t.ref.display(), t.loaded) for t in self.tables.values()) if len(self.tables) > 1
+            else (),
         )
 
     # -- set-up -------------------------------------------------------------------------
@@ -214,7 +221,13 @@ class ScriptLoad:
                         f"table {ref.display()} has {len(cols)} columns; the script's rows have {info.width}"
                     )
                 names = [c.name for c in cols[: info.width]]
-            self.tables[info.target.key] = _Table(info, ref, names)
+            types = {c.name: c.type for c in cols}
+            timed = tuple((f"c{k}", n) for k, n in enumerate(names) if relative_dates.is_time_type(types.get(n, "")))
+            self.tables[info.target.key] = _Table(info, ref, names, timed=timed)
+        # Relative date words go to COPY as the script spells them: where a table has a date or time
+        # column and the file spells one of the words, each of its chunks is looked at before it goes.
+        self.refusing = any(t.timed for t in self.tables.values()) and \
+            relative_dates.RelativeDates.file_may_hold(self.source.path)
         self.split.prepare(conn, self.tables, self._utf8)
         self._triggers(conn, "DISABLE")
         if self.spec.target.mode is LoadMode.TRUNCATE:
@@ -234,8 +247,39 @@ class ScriptLoad:
 
     # -- sending ------------------------------------------------------------------------
 
+    refusing = False  # some chunk may spell a relative date word in a date or time column
+
+    def _refuse(self, t: _Table, chunk: Chunk) -> bytes | None:
+        """Raise RefusedValue for the chunk's first row holding a relative date word in a date or
+        time column (core.relative_dates); a CsvChunk's CSV, made to look at, is returned to send."""
+        rd = relative_dates
+        if isinstance(chunk, ParsedChunk):
+            self._refused_in(t, chunk.frame, chunk.lines)
+            return None
+        if isinstance(chunk, CsvChunk):
+            data = chunk.data
+            if rd.RelativeDates.may_hold(data):
+                self._refused_in(t, rd.script_rows(data, "csvq", len(t.columns)), chunk.lines)
+            return data
+        line = chunk.first_line
+        for piece in chunk.pieces(str(self.source.path)):  # a COPY block: a row a line, a megabyte at a time
+            if rd.RelativeDates.may_hold(piece):
+                text = piece if self._utf8 else piece.decode(self.source.encoding).encode()
+                frame = rd.script_rows(text, "text", len(t.columns))
+                self._refused_in(t, frame, [line + k for k in range(frame.height)])
+            line += piece.count(b"\n")
+        return None
+
+    def _refused_in(self, t: _Table, frame: Any, lines: list[int]) -> None:
+        found = relative_dates.first_refused(frame, t.timed)
+        if found is not None:
+            row, column, value = found
+            raise RefusedValue(f"column {column!r}, value {value[:60]!r}: {relative_dates.REASON}",
+                               path=str(self.source.path), line=lines[row] if row < len(lines) else None)
+
     def _send(self, conn: psycopg.Connection[Any], chunk: Chunk) -> None:
         t = self.tables[chunk.target.key]
+        csv_data = self._refuse(t, chunk) if self.refusing and t.timed else None
         if self.split.takes(chunk) and self.split.send(conn, t, chunk, self._copy_sql(t, "text"), self._end_stream):
             return
         fmt = "text" if isinstance(chunk, CopyChunk) else "csvq" if isinstance(chunk, CsvChunk) else "csv"
@@ -254,7 +298,7 @@ class ScriptLoad:
                 for piece in chunk.pieces(str(self.source.path)):
                     s.copy.write(piece.decode(self.source.encoding).encode())
         elif isinstance(chunk, CsvChunk):
-            s.copy.write(chunk.data)
+            s.copy.write(csv_data if csv_data is not None else chunk.data)
         else:
             assert isinstance(chunk, ParsedChunk)
             s.copy.write(chunk.frame.write_csv(include_header=False))
@@ -280,6 +324,7 @@ class ScriptLoad:
             s.table.staged += n
         else:
             self.job.rows_loaded += n
+            s.table.loaded += n
 
     def _triggers(self, conn: psycopg.Connection[Any], action: str) -> None:
         """pg_dump --disable-triggers: the script turns a table's triggers off while its rows load and
@@ -304,6 +349,7 @@ class ScriptLoad:
         )
         moved = max(cur.rowcount, 0)
         self.job.rows_loaded += moved
+        t.loaded += moved
         self.dropped += t.staged - moved
         conn.execute(sql.SQL("DROP TABLE {}").format(t.stage.ident()))
 

@@ -220,6 +220,7 @@ class BlockSplit:
             raise self._split_error(t, chunk, mine, theirs)
         conn.execute("SET LOCAL lock_timeout TO DEFAULT")
         job.rows_loaded += mine.rows + theirs.rows
+        t.loaded += mine.rows + theirs.rows
         what = (f"{t.ref.display()}: its COPY block of {chunk.length / 1e6:.0f} MB went over two branches of a "
                 "two-phase commit (two connections, one transaction)")
         self.splits.append(what)

@@ -121,7 +121,7 @@ def stream_skipping(
     assert rejects is not None
     if conn is not None and strategy.transactional:
         conn.execute("SELECT 1")  # open the transaction, so transaction() below makes savepoints
-    for batch in plan.source.batches_with_bad(job.spec.rows_per_batch):
+    for batch in plan.source.load_batches(job.spec.rows_per_batch, with_bad=True):
         job.cancel.check()
         plan.source.check_unchanged()
         # Malformed records (ragged, undecodable, ...) come before the batch's rows.
@@ -200,7 +200,7 @@ def read_ahead(job: LoadJob, plan: Plan) -> Prefetch[Batch]:
     # The CLI defers polars' import to its first use (app/lazy_imports.py), which must not
     # happen on two threads at once: the reader's and this one's. Load it here, first.
     polars.DataFrame  # noqa: B018 - the attribute access is what loads it
-    return Prefetch(plan.source.batches(job.spec.rows_per_batch)).start()
+    return Prefetch(plan.source.load_batches(job.spec.rows_per_batch)).start()
 
 
 def stream_batches(
@@ -216,7 +216,7 @@ def stream_batches(
     # Three stages at once: a reader thread parses the next batches, an encoder thread maps
     # and encodes the ones before, and this thread sends (polars, pgpq's buffers and socket
     # writes release the GIL, so each stage takes a core when the server leaves one).
-    with ahead or Prefetch(plan.source.batches(job.spec.rows_per_batch)) as parsed, \
+    with ahead or Prefetch(plan.source.load_batches(job.spec.rows_per_batch)) as parsed, \
             Prefetch(encode(iter(parsed)), name="sluice-encoder") as batches:
         for batch, mapped, prepared in in_file_order(batches, strategy):
             job.cancel.check()
@@ -250,6 +250,9 @@ def send_raw(
         if chunk.odd:
             # COPY would let that quote open a quoted value; the parser keeps it as written.
             raise _ParseInstead("a quote inside an unquoted field, which COPY would read differently")
+        if chunk.refused:
+            # COPY would store it as a date of the day of the load; the parser refuses its row.
+            raise _ParseInstead("a relative date word (now, today, ...) in a date or time column")
         write_raw(chunk.data)
         job.rows_read += chunk.records if chunk.records >= 0 else count_records(
             chunk.data, plan.source.dialect.quote.encode())  # type: ignore[attr-defined]

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.preview import inspect_database
+from ui.wheel_guard import guard_wheel
 from ui.worker import Job
 
 
@@ -53,6 +54,7 @@ class ConnectionDialog(QDialog):
         lay.addWidget(self.status)
         lay.addWidget(buttons)
         self._job: Job | None = None
+        guard_wheel(self)
 
     def dsn(self, with_password: bool = False) -> str:
         params = {

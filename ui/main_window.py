@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QHeaderView,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core import memory
 from core.preview import SourceInfo, inspect_source
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.target_facts import TableSize
@@ -41,7 +42,7 @@ from ui.profile_actions import ProfileActions, table_name_for
 from ui.run_controller import RunController
 from ui.settings import Settings
 from ui.target_controller import TargetController
-from ui.wheel_guard import WheelGuard
+from ui.wheel_guard import guard_wheel
 from ui.worker import Background, Job
 
 
@@ -67,13 +68,13 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: Settings | None = None) -> None:
         super().__init__()
+        memory.limit_arenas()  # before the loads' threads: each would keep an arena of its own (core/memory.py)
         self.settings = settings or Settings.load()
         self.setWindowTitle("Sluice")
         self.setAcceptDrops(True)
         self.resize(1500, 940)
         self._generation = 0  # previews of older generations are ignored
         self._bg = Background(self, self.on_background_failed)
-        self._wheel_guard = WheelGuard(self)  # a wheel scrolls the forms; it changes no unfocused value
         self.source_info: SourceInfo | None = None
         self.target_size: TableSize | None = None  # the existing target's rows, looked up with its columns
         self.last_error = ""
@@ -87,6 +88,7 @@ class MainWindow(QMainWindow):
         self._wire()
         self._build_menus()
         self.foresight = Foresight(self)  # the plan for the next run, said before it starts
+        self.wheel_guard = guard_wheel(self)  # a wheel scrolls the forms; it changes no unfocused value
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -121,6 +123,7 @@ class MainWindow(QMainWindow):
         hist.setWordWrap(False)
         header = hist.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setResizeContentsPrecision(0)  # sized to the rows in sight: a long kept history opens at once
         header.setStretchLastSection(True)  # the error text gets the rest; whole text in the tooltip
         self.history_view: QTableView = hist
         tabs.addTab(hist, "History")
@@ -166,6 +169,15 @@ class MainWindow(QMainWindow):
         t.mode_combo.activated.connect(self._on_mode_picked)
         self.run_panel.show_table_btn.clicked.connect(self.targets.show_table)
         self.compare_tab.finished.connect(self.runs.add_comparison)
+        # What a finished or stopped run held goes back to the system once the window has shown its end.
+        self.run_ended.connect(self._release_memory)
+        self.compare_tab.comparison_finished.connect(self._release_memory)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+
+    def _on_tab_changed(self, index: int) -> None:
+        if self.tabs.widget(index) is self.history_view:
+            self.history.refresh()  # runs of the command line since the last look
+            self.history_view.scrollToBottom()  # the newest run
 
     def _build_menus(self) -> None:
         p = self.profiles
@@ -177,6 +189,7 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "&Save profile…", QKeySequence.StandardKey.Save, p.on_save_profile)
         self.recent_profiles_menu = file_menu.addMenu("Recent profiles")
         self._action(file_menu, "Export &history as CSV…", None, p.on_export_history)
+        self._action(file_menu, "C&lear history…", None, self.runs.clear_history)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         map_menu = self.menuBar().addMenu("&Mapping")
@@ -198,6 +211,9 @@ class MainWindow(QMainWindow):
         act.triggered.connect(lambda _checked=False: slot())
         menu.addAction(act)
         return act
+
+    def _release_memory(self, *_args: Any) -> None:
+        QTimer.singleShot(0, memory.release)
 
     # -- background work -------------------------------------------------------------------
 
@@ -237,6 +253,11 @@ class MainWindow(QMainWindow):
             self.mapping.reset_edits()  # edits belong to the file they were made on
             if not keep_target:
                 self.maps.mode_pinned = False  # a new file's table gets the mode its table suggests
+            self.maps.ddl.forget_edit()
+            self.maps.profile_left_out = None
+            if self.runs.job is None and not self.runs.starting:
+                self.run_panel.clear_result()  # the last file's result is not this one's
+                self.strategy_panel.forget_choice()
         self._load_preview(options or SourceOptions(path=path))
 
     _propose_table = False  # the next preview names the target after its file
@@ -352,6 +373,8 @@ class MainWindow(QMainWindow):
             workers=self.workers_spin.value(),
             commit=CommitMode(self.commit_combo.currentText()),
             on_error=ErrorPolicy(self.policy_combo.currentText()),
+            reject_limit=self.strategy_panel.reject_limit(),
+            reject_limit_pct=self.strategy_panel.reject_limit_pct(),
             columns=[ColumnMap(**vars(m)) for m in self.mapping.maps] or None,
             dsn=self.targets.dsn(),
         )
@@ -369,6 +392,7 @@ class MainWindow(QMainWindow):
         self.strategy_panel.set_batch_rows(spec.batch_rows)  # none in the profile: back to "default"
         self.commit_combo.setCurrentText(spec.commit.value)
         self.policy_combo.setCurrentText(spec.on_error.value)
+        self.strategy_panel.set_reject_limit(spec.reject_limit, spec.reject_limit_pct)
         self._pending_columns = spec.columns
         self.source_ready.connect(self._on_profile_source_ready, Qt.ConnectionType.SingleShotConnection)
         self.open_file(spec.source.path, spec.source, keep_target=True)
@@ -383,6 +407,7 @@ class MainWindow(QMainWindow):
                 c: (None if info.sample[c][0] is None else str(info.sample[c][0])) for c in info.columns}
             self.mapping.reset_edits()
             self.mapping.adopt_edits(cols)  # the profile's choices are the user's: they survive a rebuild
+            self.maps.profile_left_out = {c.source for c in cols if c.source and not c.include}
             self.maps.show([ColumnMap(**vars(c)) for c in cols], samples, info, self.mapping.table())
 
     # -- public actions (tests, menus and the Compare tab use these) ------------------------------

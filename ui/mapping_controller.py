@@ -15,10 +15,11 @@ from PySide6.QtCore import QObject, Qt
 
 from core.db import TableRef
 from core.mapping import match_by_name
-from core.preview import SourceInfo, ddl_preview, inspect_table, table_size
+from core.preview import SourceInfo, inspect_table, table_size
 from core.script_mapping import positional_maps
 from core.spec import ColumnMap, LoadMode
 from core.target_facts import TableSize
+from ui.ddl_box import DdlBox
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -34,6 +35,9 @@ class MappingController(QObject):
         self.pending = False  # the existing table's columns are on their way: a run waits for them
         # A mode the user picked or a profile set: never changed by what the table list suggests.
         self.mode_pinned = False
+        self.ddl = DdlBox(window.target_panel)
+        # The columns an opened profile leaves out: said in the plan, but a create need not ask about them.
+        self.profile_left_out: set[str] | None = None
 
     def rebuild(self) -> None:
         w = self.w
@@ -99,6 +103,14 @@ class MappingController(QObject):
                 missing.append(name)
         return missing
 
+    def left_out(self) -> list[str]:
+        """The file's columns the mapping leaves out (unticked, perhaps to fit another table)."""
+        info = self.w.source_info
+        if info is None:
+            return []
+        taken = {m.source for m in self.w.mapping.maps if m.include and m.source}
+        return [c for c in info.columns if c not in taken]
+
     def table_created(self) -> None:
         """A create-mode load made the target: it is known at once, and the next run appends."""
         w = self.w
@@ -143,10 +155,12 @@ class MappingController(QObject):
         w.mapping_panel.show_unmatched(w.mapping.unmatched())
         table = w.table_combo.currentText().strip()
         if table and w.mapping.maps and any(m.include for m in w.mapping.maps):
-            try:
-                w.ddl_edit.setPlainText(ddl_preview(TableRef(table, w.targets.schema()), w.mapping.maps))
-            except Exception as exc:  # noqa: BLE001 - a bad type name typed by the user
-                w.ddl_edit.setPlainText(f"-- {exc}")
+            self.ddl.follow(TableRef(table, w.targets.schema()), w.mapping.maps)  # a hand edit is kept
+
+
+def left_out_text(columns: list[str]) -> str:
+    """"columns b, c (unticked in the mapping)": the file's columns a create leaves out."""
+    return f"column{'s' if len(columns) != 1 else ''} {', '.join(columns)} (unticked in the mapping)"
 
 
 def new_table_maps(info: SourceInfo) -> list[ColumnMap]:

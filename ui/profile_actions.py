@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QMenu, QTreeView
 
 from core import profile
-from ui.table_models import HistoryModel
+from ui.history_model import HistoryModel
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow

@@ -11,22 +11,24 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QUrl
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox
 
-from core.auto import AUTO
 from core.db import TableRef
 from core.embedded import data_dir
 from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
+from core.history import Entry, strategy_used, target_of
 from core.job import LoadJob, LoadResult
 from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.target_facts import TargetFacts, read_target_facts
 from ui import dialogs
+from ui.check_texts import check_summary, first_bad
+from ui.history_model import HistoryModel
+from ui.mapping_controller import left_out_text
+from ui.reject_files import RejectFiles
 from ui.run_guard import judge
-from ui.table_models import HistoryModel
 from ui.worker import Job
 
 if TYPE_CHECKING:
@@ -40,12 +42,6 @@ def _rows(n: int) -> str:
     return f"{n:,} row{'' if n == 1 else 's'}"
 
 
-def _strategy_used(spec: LoadSpec | None, result: LoadResult) -> str:
-    """The History's strategy: what auto picked, not just "auto" ("auto → copy-csv")."""
-    asked = spec.strategy if spec is not None else result.strategy
-    return f"{AUTO} → {result.strategy}" if asked == AUTO and result.strategy != AUTO else asked
-
-
 def _load_summary(result: LoadResult, rate: str) -> str:
     """The summary of a load that finished; a resumed one says what this run added and what the table holds."""
     n = result.rows_rejected
@@ -53,11 +49,11 @@ def _load_summary(result: LoadResult, rate: str) -> str:
     if not result.resumed_from:
         return (f"Loaded {_rows(result.rows_loaded)} in {result.seconds:.2f} s ({rate}) with {result.strategy}."
                 + rejected)
-    # rows_loaded counts the earlier run's committed rows too: say both.
+    # rows_loaded counts the earlier run's committed rows too: say both. The rate is this run's rows
+    # loaded in this run's seconds (result.rows_per_s), as in the counters and the History.
     this_run = max(result.rows_read - result.resumed_from, 0)
-    own_rate = f"{this_run / result.seconds:,.0f} rows/s" if result.seconds > 0 else rate  # not the earlier rows
     return (f"Resumed after {result.resumed_from:,} source rows committed earlier: this run went through the "
-            f"other {_rows(this_run)} in {result.seconds:.2f} s ({own_rate}) with {result.strategy}; "
+            f"other {_rows(this_run)} in {result.seconds:.2f} s ({rate}) with {result.strategy}; "
             f"{_rows(result.rows_loaded)} of this file are now in the table.{rejected}")
 
 
@@ -68,24 +64,27 @@ class RunController(QObject):
         super().__init__(window)
         self.w = window
         self.p = window.run_panel
-        self.history = HistoryModel()
+        self.history = HistoryModel()  # the runs kept in the data directory, this window's and headless ones
         self.job: Job | None = None
+        self.engine: LoadJob | None = None  # the running load's engine: what auto picked, even if it then failed
         self.spec: LoadSpec | None = None
         self.kind = "load"  # or "check"
+        self.check_aborts = False  # the check runs with skip to list every bad row; the run would abort
         self.last_progress: Progress | None = None
         self.starting = False  # waiting for the table's size or the user's yes
         # (connection, file, tables) whose append the user said yes to: asked once, on that server only
         self._confirmed: set[tuple[str | None, str, tuple[TableRef, ...]]] = set()
         self.removed = 0  # rows the running load's truncate takes out (said in its summary and History)
         self.resuming = False
-        self._reject_files: dict[tuple[str, str], str] = {}  # (file, table) -> reject file of its last run
+        self.unattended = False  # --screenshot: a question is answered no (a modal dialog would wait forever)
+        # The folder reject files go to, and the buttons on them.
+        self.reject_files = RejectFiles(window.strategy_panel, window.run_panel, window.settings, window)
         p = self.p
         p.run_btn.clicked.connect(lambda: self.start_run())
         p.stop_btn.clicked.connect(self.stop_run)
         p.check_btn.clicked.connect(self.check_run)
         p.resume_btn.clicked.connect(lambda: self.start_run(resume=True))
         p.restart_btn.clicked.connect(lambda: self.start_run(restart=True))
-        p.open_rejects_btn.clicked.connect(self._on_open_rejects_clicked)
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -151,6 +150,10 @@ class RunController(QObject):
             question = verdict.question
             if info is not None and not info.rows_exact:
                 question += "\n\nThe file's row count is an estimate from its first rows."
+            if self.unattended:
+                self.p.log_line(f"not started: nobody to answer: {question.splitlines()[0]}")
+                w.run_refused.emit(question)
+                return
             if not dialogs.ask(w, verdict.title, question, verdict.yes, destructive=verdict.destructive):
                 self.p.log_line(f"not started: the user said no to: {question.splitlines()[0]}")
                 w.run_refused.emit(question)
@@ -164,7 +167,8 @@ class RunController(QObject):
         """Check before loading: the load with these settings, rolled back at the end.
 
         Bad rows are collected (policy skip, where the strategy allows it) so the check lists every
-        row that would be rejected; the table is left as it was.
+        row that would be rejected; under On error = abort it says where the run would stop. The
+        table is left as it was.
         """
         if self.job is not None or self.starting:
             return
@@ -174,6 +178,7 @@ class RunController(QObject):
         if not self._runnable(spec):
             return
         chosen = self.w.strategy_panel.current()
+        self.check_aborts = spec.on_error is ErrorPolicy.ABORT
         if chosen is None or not chosen.multi_connection:  # parallel-copy has no skip yet
             spec.on_error = ErrorPolicy.SKIP
         folder = data_dir() / "checks"
@@ -217,7 +222,25 @@ class RunController(QObject):
         self.p.progress.setFormat("idle")
         self.w.on_background_failed(message)
 
+    def _left_out_refused(self, spec: LoadSpec) -> bool:
+        """A create that leaves out columns of the file asks first (True: the user said no)."""
+        left = self.w.maps.left_out() if spec.target.mode is LoadMode.CREATE and not self.w.table_exists() else []
+        if not left or set(left) == self.w.maps.profile_left_out:
+            return False  # none left out, or just those the opened profile leaves out (the plan says which)
+        info = self.w.source_info
+        total = len(info.columns) if info is not None else len(left)
+        ref = TableRef(spec.target.table, spec.target.schema or "public").display()
+        question = (f"Create {ref} without the file's {left_out_text(left)}?\n\nThe new table gets "
+                    f"{total - len(left)} of the file's {total} columns; tick a column in the mapping to keep it.")
+        if dialogs.ask(self.w, "Create a table that leaves out columns", question, "Create without them"):
+            return False
+        self.p.log_line(f"not started: the user did not create {ref} without {', '.join(left)}")
+        self.w.run_refused.emit(question)
+        return True
+
     def _launch(self, spec: LoadSpec, *, resume: bool = False, restart: bool = False, dry_run: bool = False) -> None:
+        if not dry_run and not resume and self._left_out_refused(spec):
+            return
         if spec.on_error is ErrorPolicy.SKIP and spec.reject_file is None:
             spec.reject_file = self._reject_file_for(spec, resume)
         self.kind = "check" if dry_run else "load"
@@ -226,12 +249,13 @@ class RunController(QObject):
             self.removed = 0
         self.last_progress = None
         self.p.clear_for_run()
+        self.w.strategy_panel.forget_choice()  # the last run's pick; this run's is said when it ends
         verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
         self.p.log_line(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
-        job = Job(lambda on_progress, on_log, cancel: LoadJob(
+        job = Job(lambda on_progress, on_log, cancel: self._engine(LoadJob(
             spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart,
-            dry_run=dry_run).run())
+            dry_run=dry_run)).run())
         self.job, self.spec = job, spec
         job.signals.progress.connect(self._on_progress)
         job.signals.log.connect(self.p.log_line)
@@ -242,20 +266,14 @@ class RunController(QObject):
         job.start()
         self.w.run_started.emit(job)
 
+    def _engine(self, engine: LoadJob) -> LoadJob:
+        """Keep the engine of the run (set on its worker before it runs; read here once it ended)."""
+        self.engine = engine
+        return engine
+
     def _reject_file_for(self, spec: LoadSpec, resume: bool) -> str:
-        """A new reject file per run (never overwriting an earlier one); a resumed run goes on in its own."""
-        key = (spec.source.path, spec.target.table)
-        if resume and key in self._reject_files:
-            return self._reject_files[key]
-        src = Path(spec.source.path)
-        stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}"
-        path = src.with_name(f"{src.name}.rejects-{stamp}.csv")
-        n = 2
-        while path.exists():
-            path = src.with_name(f"{src.name}.rejects-{stamp}-{n}.csv")
-            n += 1
-        self._reject_files[key] = str(path)
-        return str(path)
+        """A new reject file per run in the reject folder, never beside the data file unasked."""
+        return self.reject_files.file_for(spec, resume)
 
     # -- while it runs and when it ends -----------------------------------------------------------
 
@@ -264,49 +282,87 @@ class RunController(QObject):
         self.p.show_progress(p)
 
     def _end_run(self, outcome: str, read: int, loaded: int, rejected: int, *, seconds: float | None = None,
-                 note: str = "", strategy: str | None = None) -> None:
-        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree."""
+                 note: str = "", result: LoadResult | None = None, loaded_before: int = 0) -> None:
+        """The one place a run's end is shown: counters, summary (set by the caller), history and log agree.
+
+        `loaded_before`: of `loaded`, the rows an earlier run committed (a resumed run): not in the rate.
+        """
         spec = self.spec
         assert spec is not None
         if seconds is None and self.last_progress is not None:
             seconds = self.last_progress.elapsed  # a run that stopped: how long it went
-        rate = f"{loaded / seconds:,.0f}" if seconds and loaded else ""
+        own = loaded - loaded_before  # this run's rows in this run's seconds, as the summary says
+        rate = f"{own / seconds:,.0f}" if seconds and own > 0 else ""
         self.p.set_running(False)
         self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
-        self.history.add((
-            f"{dt.datetime.now():%H:%M:%S}", self.kind, Path(spec.source.path).name, spec.target.table,
-            strategy or spec.strategy, f"{read:,}", f"{loaded:,}", f"{rejected:,}",
-            f"{seconds:.2f}" if seconds else "", rate, outcome, note,
-        ))
+        own_rate = own / seconds if seconds and own > 0 else None
+        self._remember(spec, outcome, (read, loaded, rejected), seconds, own_rate, note, result)
         self.p.log_line(f"— {outcome}: read {read:,}, loaded {loaded:,}, rejected {rejected:,}. "
                         f"{self.p.summary.text()}")
         self.job = None
+        self.engine = None  # read above; kept, it would hold the run's source, plan and counters till the next
         self.w.run_ended.emit()
 
+    def _remember(self, spec: LoadSpec, outcome: str, counts: tuple[int, int, int], seconds: float | None,
+                  rate: float | None, note: str, result: LoadResult | None) -> None:
+        """The run into the kept history: mode, auto's pick (also of a run that failed), each table's rows."""
+        read, loaded, rejected = counts
+        engine = self.engine
+        chosen = result.strategy if result is not None else (
+            engine.chosen.strategy if engine is not None and engine.chosen is not None else None)
+        tables = result.tables if result is not None else ()
+        info = self.w.source_info
+        if not tables and info is not None and self.w.source_panel.all_script_tables():
+            tables = tuple(name for name, _rows in info.script_tables)  # the tables a failed script was to fill
+        self.history.add(Entry(
+            kind=self.kind, source=spec.source.path, target=target_of(spec, tables), mode=spec.target.mode.value,
+            strategy=strategy_used(spec.strategy, chosen), outcome=outcome, rows_read=read, rows_loaded=loaded,
+            rows_rejected=rejected, seconds=seconds, rows_per_s=rate,
+            note=note, tables=result.table_rows if result is not None else (),
+            reject_file=result.reject_file if result is not None else None))
+        if self.history.problem:
+            self.p.log_line(f"note: the history is kept for this session only: {self.history.problem}")
+            self.history.problem = ""
+
+    def _count_rows(self, result: LoadResult) -> None:
+        """A run or a check that read the file through has counted its rows: from now on the
+        source line and the questions (SourceInfo.rows_text) say that number, not an estimate."""
+        w, spec, info = self.w, self.spec, self.w.source_info
+        if info is None or spec is None or info.rows_exact or info.options.path != spec.source.path:
+            return
+        w.source_info = counted = info.counted(result.rows_read)
+        w.source_status.setText(w.source_status.text().replace(info.rows_text(), counted.rows_text(), 1))
+
     def _on_finished(self, result: LoadResult) -> None:
+        self._count_rows(result)
         p = self.p
         p.progress.setValue(1000)
         check = self.kind == "check"
         p.progress.setFormat("checked: rolled back" if check else "done")
         rate = f"{result.rows_per_s:,.0f} rows/s"
         if result.load_seconds:
-            rate += f"; {result.rows_loaded / result.load_seconds:,.0f} rows/s while loading"
+            own = result.rows_loaded - result.loaded_before  # a resumed run's earlier rows took none of it
+            rate += f"; {own / result.load_seconds:,.0f} rows/s while loading"
+        if result.reject_file:
+            p.show_rejects(result.reject_file)
+        # A check collects every bad row; under abort the run would stop at the first of them.
+        stop = first_bad(p.rejects.rows) if check and self.check_aborts and p.rejects.rows else None
         if check:
-            bad = (f"{result.rows_rejected:,} would be rejected (listed under Rejected rows)"
-                   if result.rows_rejected else "none would be rejected")
-            p.summary.setText(f"Check: {result.rows_loaded:,} of {result.rows_read:,} rows would load and {bad}; "
-                              f"{rate} with {result.strategy}. Rolled back: the table is as it was.")
+            p.summary.setText(check_summary(result, rate, stop))
+            if stop is not None:
+                p.progress.setFormat("checked: the run would stop")
         else:
             p.summary.setText(_load_summary(result, rate) + self._mode_said())
         if result.chosen:
             self.w.strategy_panel.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
-        if result.reject_file:
-            p.show_rejects(result.reject_file)
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
         note = f"would load {result.rows_loaded:,}; rolled back" if check else "; ".join(
             n for n in (self._mode_said().strip(), result.reject_file or "") if n)
+        if stop is not None:
+            note = f"would stop at {stop}; rolled back"
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
-                      seconds=result.seconds, note=note, strategy=_strategy_used(self.spec, result))
+                      seconds=result.seconds, note=note, result=result,
+                      loaded_before=0 if check else result.loaded_before)
         if check:
             self.w.check_finished.emit(result)
             return
@@ -388,7 +444,8 @@ class RunController(QObject):
             self.p.summary.setText(
                 f"{'Failed' if outcome == 'failed' else 'Stopped'}. {loaded:,} rows from the batches committed "
                 f"so far stay in the table ({read:,} source rows done); Resume continues.")
-            self._end_run(outcome, read, loaded, rejected, note=note)
+            before = self.last_progress.loaded_before if self.last_progress is not None else 0
+            self._end_run(outcome, read, loaded, rejected, note=note, loaded_before=min(before, loaded))
             then()
 
         def failed(message: str) -> None:
@@ -398,9 +455,20 @@ class RunController(QObject):
 
         self.w.background(lambda *_a: committed(dsn, path, ref), done, failed)
 
-    def _on_open_rejects_clicked(self) -> None:
-        if self.p.rejects.path:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(self.p.rejects.path))
+    def clear_history(self) -> None:
+        """Forget every run kept (after a question naming how many); tables and files are not touched."""
+        self.history.refresh()
+        n = self.history.kept()
+        if n == 0:
+            QMessageBox.information(self.w, "Sluice", "The history is empty.")
+            return
+        question = (f"Forget all {_rows(n).replace('row', 'run')} in the history, those of the command line "
+                    f"too?\n\nTables, data files and reject files are not touched. The history is kept in "
+                    f"{self.history.store.path}.")
+        if not dialogs.ask(self.w, "Clear history", question, "Clear history", destructive=True):
+            return
+        self.history.clear()
+        self.p.log_line(f"history cleared: {_rows(n).replace('row', 'run')} forgotten")
 
     # -- comparisons ------------------------------------------------------------------------------
 
@@ -416,8 +484,9 @@ class RunController(QObject):
         rows = (f"whole file, {used:,} rows" if used is not None and (not sample or used < sample)
                 else f"sample {sample:,} rows" if sample else "whole file")
         note = f"{len(results)} results, RTT {rtt:g} ms, {rows}"
-        rate = f"{statistics.median(best.runs):,.0f}" if best is not None and best.runs else ""
-        self.history.add((
-            f"{dt.datetime.now():%H:%M:%S}", "compare", Path(spec.source.path).name, spec.target.table,
-            f"fastest: {best.strategy}" if best is not None else "", "", "", "", "", rate, "compared", note,
-        ))
+        rate = statistics.median(best.runs) if best is not None and best.runs else None
+        # Into scratch tables shaped like the target: no mode of the target's applies.
+        self.history.add(Entry(
+            kind="compare", source=spec.source.path, target=target_of(spec), mode="",
+            strategy=f"fastest: {best.strategy}" if best is not None else "", outcome="compared", rows_per_s=rate,
+            note=note))

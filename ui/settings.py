@@ -28,6 +28,7 @@ class Settings:
     recent_files: list[str] = field(default_factory=list)
     recent_profiles: list[str] = field(default_factory=list)
     connections: dict[str, str] = field(default_factory=dict)  # name -> DSN without password
+    reject_folder: str = ""  # where the window writes reject files; "": <data dir>/rejects
 
     @classmethod
     def load(cls) -> Settings:

@@ -1,4 +1,4 @@
-"""Thin table models: the preview grid, the mapping editor and the run history."""
+"""Thin table models: the preview grid, the mapping editor, the rejected rows and a table's rows."""
 
 from __future__ import annotations
 
@@ -160,7 +160,8 @@ class MappingModel(QAbstractTableModel):
         return unmatched(self.maps, [Column(n, t) for n, t in self._table_types.items()])
 
     def _recheck(self) -> None:
-        self._notes = sample_warnings(self._sample, self.maps) if self._sample.width else [""] * len(self.maps)
+        self._notes = (sample_warnings(self._sample, self.maps, new_table=self.table_columns is None)
+                       if self._sample.width else [""] * len(self.maps))
         missing = {id(m) for m in self.unmatched()}
         for i, m in enumerate(self.maps):
             if id(m) in missing:
@@ -232,47 +233,6 @@ class MappingModel(QAbstractTableModel):
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
         shown = role in (_DISPLAY, Qt.ItemDataRole.ToolTipRole)  # the tooltip: a narrow column elides it
         if shown and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
-            return self.HEADERS[section]
-        return None
-
-
-class HistoryModel(QAbstractTableModel):
-    """One row per load, check or comparison in this session; the error or note in the last column."""
-
-    HEADERS = ("Time", "Kind", "File", "Table", "Strategy", "Read", "Loaded", "Rejected", "Seconds", "Rows/s",
-               "Outcome", "Error / note")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: list[tuple[str, ...]] = []
-
-    def add(self, row: tuple[str, ...]) -> None:
-        self.beginInsertRows(QModelIndex(), len(self.rows), len(self.rows))
-        self.rows.append(row)
-        self.endInsertRows()
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def data(self, index: Index, role: int = _DISPLAY) -> Any:
-        if not index.isValid() or index.row() >= len(self.rows) or index.column() >= len(self.HEADERS):
-            return None
-        text = self.rows[index.row()][index.column()]
-        if role == _DISPLAY:
-            return text
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return text or None
-        if role == Qt.ItemDataRole.TextAlignmentRole and 5 <= index.column() <= 9:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ForegroundRole and index.column() == 10 and text in ("failed", "cancelled"):
-            return QColor("#b00020")
-        return None
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
-        if role == _DISPLAY and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
             return self.HEADERS[section]
         return None
 

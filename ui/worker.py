@@ -41,16 +41,37 @@ class _Runnable(QRunnable):
         s = self.signals
         try:
             result = self.fn(s.progress.emit, s.log.emit, self.cancel)
-        except Cancelled:
+        except Cancelled as exc:
+            _let_go(exc)
             s.cancelled.emit()
         except SluiceError as exc:
-            s.error = exc
+            _let_go(exc)
+            s.error = exc  # its kind and fields for the caller; its frames are emptied
             s.failed.emit(str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug: shown, logged, never a crash
             s.log.emit(traceback.format_exc())
+            _let_go(exc)
             s.failed.emit(f"unexpected error: {type(exc).__name__}: {exc}")
         else:
             s.finished.emit(result)
+
+
+def _let_go(exc: BaseException) -> None:
+    """Empty the frames of a run's error and of the errors it was raised from.
+
+    Their locals are the run's job, its connections and its batches; an error kept (the signals'
+    `error`, a driver error inside a WriteFailed) would keep all that alive in a cycle until the
+    garbage collector's next full pass, long after the run ended.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)  # the frame still running (ours) is skipped
+        todo += [e.__context__, e.__cause__, *(v for v in vars(e).values() if isinstance(v, BaseException))]
 
 
 class Job:

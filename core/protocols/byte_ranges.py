@@ -79,6 +79,8 @@ def raw_pieces(source: Source, done: Ranges, count: Callable[[bytes], int]) -> I
     for chunk in source.raw_chunks():  # type: ignore[attr-defined]
         if chunk.odd:
             raise Reparse("a quote inside an unquoted field, which COPY would read differently")
+        if chunk.refused:
+            raise Reparse("a relative date word (now, today, ...) in a date or time column")
         hi = lo + count(chunk.data)
         gaps = done.gaps(lo, hi)
         if gaps == [(lo, hi)] and hi > lo:

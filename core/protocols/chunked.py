@@ -67,9 +67,8 @@ def parsed_pieces(
     source: Source, maps: list[Any], batch_rows: int, with_bad: bool, done: Ranges
 ) -> Iterator[Piece]:
     """Mapped batches; of a batch partly committed, only the missing rows."""
-    batches = source.batches_with_bad if with_bad else source.batches
     start = 0
-    for batch in batches(batch_rows):
+    for batch in source.load_batches(batch_rows, with_bad=with_bad):
         end = batch.first_row + batch.frame.height
         for lo, hi in done.gaps(start, end):
             bad = tuple(b for b in batch.bad if lo <= b.row < hi)

@@ -17,7 +17,7 @@ from core.errors import Cancelled, ConfigError, LoadFailed, SourceError
 from core.events import Phase
 from core.first_bad import as_bad_record
 from core.protocols import common
-from core.protocols.byte_ranges import Ranges, Reparse, byte_pieces, raw_pieces
+from core.protocols.byte_ranges import Ranges, Reparse, byte_pieces, raw_pieces, read_records
 from core.protocols.chunked import ChunkFailed, ChunkStreams, StreamPlan, frame_of, parsed_pieces, progress
 from core.protocols.per_batch import open_book
 from core.rejects import RejectWriter
@@ -61,7 +61,8 @@ def run_per_batch(
     else:
         job.on_log(f"resuming: {earlier.rows_done:,} source rows are committed; loading the chunks that are missing")
     job.resumed_from = earlier.rows_done if earlier else 0
-    loaded_before = earlier.rows_loaded if earlier else 0
+    loaded_before = job.loaded_before = earlier.rows_loaded if earlier else 0
+    job.bytes_before = earlier.bytes_done if earlier else 0
     skip = spec.on_error is ErrorPolicy.SKIP
     ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
                        batch_rows=max(1, spec.rows_per_batch), workers=max(1, spec.workers), cancel=job.cancel,
@@ -199,10 +200,30 @@ def _cuts(plan: Plan, span: tuple[int, int], workers: int, info: Any, first_alon
     first = tuple(min(every, size) for size in ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * ramp)
     fd = os.open(str(plan.source.path), os.O_RDONLY)
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
-        yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
-                               first=first, taper=2 * max(1, workers))
+        cuts = record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
+                           first=first, taper=2 * max(1, workers))
+        refuse = getattr(plan.source, "refuse", None)  # a guard against relative date words, if any
+        yield from cuts if refuse is None else _refusing(plan, fd, cuts)
     finally:
         os.close(fd)
+
+
+def _refusing(plan: Plan, fd: int, cuts: Iterator[int]) -> Iterator[int]:
+    """The cuts, each range looked at before the streams get it: one holding a value the client
+    refuses (core.relative_dates) sends the load through the parser, which sets its row aside."""
+    refuse = plan.source.refuse
+    assert refuse is not None
+    prev = next(cuts, None)
+    if prev is None:
+        return
+    yield prev
+    for cut in cuts:
+        # The words looked for slice by slice; a range is read whole only where one stands.
+        if any(refuse.may_hold(piece) for piece in read_records(fd, prev, cut)) \
+                and refuse.raw_refused(plan.source, os.pread(fd, cut - prev, prev)):
+            raise Reparse("a relative date word (now, today, ...) in a date or time column")
+        yield cut
+        prev = cut
 
 
 def _records(fd: int, lo: int, hi: int, quote: bytes) -> int:

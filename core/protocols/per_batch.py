@@ -68,7 +68,8 @@ def run_per_batch(
     state = earlier or ck.read(ctl, ref, key)
     assert state is not None
     job.resumed_from = earlier.rows_done if earlier else 0
-    loaded_before = earlier.rows_loaded if earlier else 0
+    loaded_before = job.loaded_before = earlier.rows_loaded if earlier else 0
+    job.bytes_before = earlier.bytes_done if earlier else 0
     # Upsert goes through a temporary table that each commit empties.
     stage = TableRef(f"_sluice_stage_{uuid.uuid4().hex[:12]}") if mode is LoadMode.UPSERT else None
     ctx = WriteContext(
@@ -145,8 +146,9 @@ def commit_batches(
     conn = strategy.conn
     assert conn is not None
     ref, rejects = plan.target, job._rejects
-    batches = plan.source.batches_with_bad if rejects is not None else plan.source.batches
-    for batch in in_file_order(batches(job.spec.rows_per_batch, skip_rows=job.rows_read), strategy):
+    batches = plan.source.load_batches(job.spec.rows_per_batch, skip_rows=job.rows_read,
+                                       with_bad=rejects is not None)
+    for batch in in_file_order(batches, strategy):
         job.cancel.check()
         plan.source.check_unchanged()
         mapped = mp.apply(batch.frame, plan.maps)

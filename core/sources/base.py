@@ -7,11 +7,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from core.errors import SourceChanged, SourceError
 from core.spec import SourceOptions
+
+if TYPE_CHECKING:
+    from core.relative_dates import RelativeDates
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,12 @@ class BadRecord:
     line: int | None  # 1-based line where the record starts
     record: str  # the record's text as found (invalid bytes backslash-escaped)
     reason: str
+    column: str = ""  # the column whose value made it bad, when one did (core.relative_dates)
+    value: str = ""
+
+    def described(self) -> str:
+        """The reason, with the column and value when known (an abort's message)."""
+        return f"column {self.column!r}, value {self.value[:60]!r}: {self.reason}" if self.column else self.reason
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,7 @@ class RawChunk:
     bytes_read: int
     odd: bool = False  # may hold a bare quote: only the field-aware reader reads it as written
     records: int = -1  # how many records `data` holds, when counted already (-1: not counted)
+    refused: bool = False  # holds a value the client refuses (core.relative_dates): the parser sets its row aside
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,7 @@ class Source(ABC):
     """Reads one file. Column names are fixed at construction; batches stream."""
 
     format: str = ""
+    refuse: RelativeDates | None = None  # set by the plan: values refused before they are sent
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -92,6 +104,13 @@ class Source(ABC):
         """
         return self.batches(batch_rows, skip_rows)
 
+    def load_batches(self, batch_rows: int, skip_rows: int = 0, *, with_bad: bool = False) -> Iterator[Batch]:
+        """What a load sends: batches(), or batches_with_bad() for the skip policy, with the rows
+        whose values the client refuses (`refuse`) made bad records too (raised without with_bad)."""
+        if self.refuse is None:
+            return (self.batches_with_bad if with_bad else self.batches)(batch_rows, skip_rows)
+        return self.refuse.apply(self, self.batches_with_bad(batch_rows, skip_rows), with_bad)
+
     def sample(self, rows: int = 200) -> pl.DataFrame:
         """The first `rows` good rows (malformed records are passed over)."""
         frames: list[pl.DataFrame] = []
@@ -113,6 +132,11 @@ class Source(ABC):
     def locate(self, row: int) -> tuple[int | None, str | None]:
         """(1-based line, original text) of data row `row`, when the format has lines."""
         return None, None
+
+    def known_rows(self) -> int | None:
+        """The exact number of rows when it costs no reading of the data (metadata, a sheet
+        already in memory); None when only reading the file through would tell."""
+        return None
 
     def check_unchanged(self) -> None:
         """Raise SourceChanged when the file vanished or changed since it was opened."""

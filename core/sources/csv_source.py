@@ -223,7 +223,7 @@ class CsvSource(CsvRecordParsing, Source):
                     chunk = b"".join((buf, memoryview(data)[:cut]))
                     if not has_bare_quote(chunk, d, q):
                         consumed += len(chunk)
-                        yield RawChunk(chunk, self._progress(consumed), False)
+                        yield self._raw(RawChunk(chunk, self._progress(consumed), False), tolerant)
                         buf = data[cut:]
                         continue
                     data = data[cut:]  # a bare quote: cut field by field below
@@ -240,7 +240,7 @@ class CsvSource(CsvRecordParsing, Source):
                 continue
             scanned = 0
             consumed += cut
-            yield RawChunk(buf[:cut], self._progress(consumed), odd)
+            yield self._raw(RawChunk(buf[:cut], self._progress(consumed), odd), tolerant)
             buf = buf[cut:]
         if buf:
             odd = has_bare_quote(buf, d, q)
@@ -248,7 +248,14 @@ class CsvSource(CsvRecordParsing, Source):
                 raise self._unclosed(buf, consumed)
             if not buf.endswith(b"\n"):
                 buf += b"\n"
-            yield RawChunk(buf, self.size, odd)
+            yield self._raw(RawChunk(buf, self.size, odd), tolerant)
+
+    def _raw(self, chunk: RawChunk, tolerant: bool) -> RawChunk:
+        """A chunk for COPY as it is, marked `refused` when it holds a value the client refuses
+        (see core.relative_dates); the parser's own chunks (`tolerant`) are not looked at here."""
+        if tolerant or self.refuse is None or chunk.odd or not self.refuse.raw_refused(self, chunk.data):
+            return chunk
+        return dataclasses.replace(chunk, refused=True)
 
     def _progress(self, consumed: int) -> int:
         return min(self.size, max(0, consumed + self._header_end + self.dialect.bom_bytes))
@@ -323,11 +330,14 @@ class CsvSource(CsvRecordParsing, Source):
         q = self.dialect.quote.encode()
         row, line, offset = 0, 1 + self._header_lines, 0
         for chunk in chunks:
-            if chunk.odd or parse_now():
+            if chunk.odd or chunk.refused or parse_now():
                 # The first part parsed is a small one, so the first binary batch leaves soon.
                 rest = itertools.chain([chunk], _regroup(chunks, CHUNK_BYTES))
-                for batch in rebatch_parts(self._parts(rest, row, line, offset), batch_rows, 0,
-                                           start=(row, offset + self._header_end + self.dialect.bom_bytes)):
+                parsed = rebatch_parts(self._parts(rest, row, line, offset), batch_rows, 0,
+                                       start=(row, offset + self._header_end + self.dialect.bom_bytes))
+                if self.refuse is not None:
+                    parsed = self.refuse.apply(self, parsed, with_bad=False)  # raises at the first bad record
+                for batch in parsed:
                     if batch.bad:
                         first = batch.bad[0]
                         raise SourceError(first.reason, path=str(self.path), line=first.line)

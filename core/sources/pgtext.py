@@ -161,7 +161,9 @@ class PgTextSource(Source):
                 raise SourceError("contains a NUL byte", path=str(self.path), line=line + data.count(b"\n", 0, nul))
             odd = b"\\\n" in data and _has_continuation(data)
             lines = data.count(b"\n")
-            yield RawChunk(data, pos, odd, -1 if odd else lines)
+            # A relative date word (core.relative_dates) in a date column: the parser refuses its row.
+            refused = self.refuse is not None and not odd and not tolerant and self.refuse.raw_refused(self, data)
+            yield RawChunk(data, pos, odd, -1 if odd else lines, refused=refused)
             line += lines
 
     # -- parsing ------------------------------------------------------------------------
@@ -179,13 +181,19 @@ class PgTextSource(Source):
     def _parts(self) -> Iterator[tuple[pl.DataFrame, int, list[BadRecord]]]:
         row, line = 0, 1 + self._header_lines
         for data, pos in self._chunks(CHUNK_BYTES):
-            frame, bad, lines = self.parse_records(data, row, line)
+            frame, bad, lines = self._parse_chunk(data, row, line)
             yield frame, pos, bad
             row += frame.height + len(bad)
             line += lines
 
-    def parse_records(self, data: bytes, first_row: int, first_line: int
-                      ) -> tuple[pl.DataFrame, list[BadRecord], int]:
+    def parse_records(self, data: bytes, first_row: int, first_line: int, offset: int = 0
+                      ) -> tuple[pl.DataFrame, list[BadRecord]]:
+        """Whole records as (good rows, malformed records), as CsvSource.parse_records."""
+        frame, bad, _lines = self._parse_chunk(data, first_row, first_line)
+        return frame, bad
+
+    def _parse_chunk(self, data: bytes, first_row: int, first_line: int
+                     ) -> tuple[pl.DataFrame, list[BadRecord], int]:
         """Whole records as (good rows, malformed records, physical lines they take)."""
         lines = data.count(b"\n")
         # One regex pass (its search jumps from backslash to backslash): four `in` tests took

@@ -60,14 +60,24 @@ class _LazySource(Source):
         return None, None
 
 
-class ParquetSource(_LazySource):
+class _CountedSource(_LazySource):
+    """A format whose file says how many rows it holds (Parquet's footer, Arrow IPC's record batches)."""
+
+    def known_rows(self) -> int | None:
+        try:
+            return int(self._scan().select(pl.len()).collect().item())
+        except (pl.exceptions.PolarsError, OSError):
+            return None
+
+
+class ParquetSource(_CountedSource):
     format = "parquet"
 
     def _scan(self) -> pl.LazyFrame:
         return pl.scan_parquet(self.path)
 
 
-class ArrowSource(_LazySource):
+class ArrowSource(_CountedSource):
     format = "arrow"
 
     def _scan(self) -> pl.LazyFrame:
@@ -116,6 +126,9 @@ class _EagerSource(Source):
 
     def dtypes(self) -> dict[str, pl.DataType]:
         return dict(self._frame.schema)
+
+    def known_rows(self) -> int | None:
+        return self._frame.height
 
     def batches(self, batch_rows: int, skip_rows: int = 0) -> Iterator[Batch]:
         total = self._frame.height

@@ -67,3 +67,22 @@ def test_a_binary_load_of_dates_and_timestamps_skips_numpy_ma_and_pyarrow_comput
     got = conn.execute(sql.SQL("SELECT d::text, ts::text FROM {} ORDER BY d NULLS LAST").format(
         sql.Identifier(table))).fetchall()
     assert got == [("1999-12-31", "1999-12-31 23:59:59"), ("2024-02-29", "2024-02-29 10:00:00.5"), (None, None)]
+
+
+def test_a_raw_csv_load_into_a_date_column_stays_without_polars(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    """The file's bytes are looked at for relative date words (core.relative_dates) in Python
+    when small: a one-row raw load does not import polars for it."""
+    path = tmp_path / "day.csv"
+    path.write_text("a,d\n1,2024-01-05\n", encoding="utf-8")
+    table = table_name("day")
+    conn.execute(sql.SQL("CREATE TABLE {} (a int, d date)").format(sql.Identifier(table)))
+    run = subprocess.run(
+        [sys.executable, "-c", _PROBE, "load", str(path), "--table", table, "--dsn", dsn, "--strategy", "copy-csv"],
+        capture_output=True, text=True, cwd=Path(__file__).parents[2], timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "polars: deferred" in run.stdout
+    assert conn.execute(sql.SQL("SELECT a, d::text FROM {}").format(sql.Identifier(table))).fetchall() == [
+        (1, "2024-01-05")]

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from core import preview
 from core.db import Column, TableRef
 from core.job import LoadJob
 from core.mapping import match_by_name, unmatched
@@ -84,7 +85,8 @@ def test_preview_keeps_bad_records_and_checks_types(tmp_path: Path) -> None:
     assert notes[1] == ""
 
 
-def test_row_estimate_for_a_big_file(tmp_path: Path) -> None:
+def test_row_estimate_for_a_big_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preview, "EXACT_FILE_BYTES", 100_000)  # files up to it are counted exactly
     src = _csv(tmp_path / "big.csv", "id,name\n" + "".join(f"{i},name {i}\n" for i in range(20_000)))
     info = inspect_source(SourceOptions(src), rows=200)
     assert not info.rows_exact

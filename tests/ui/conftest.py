@@ -64,6 +64,8 @@ def _no_leaks(qtbot: Any) -> Iterator[None]:
 @pytest.fixture
 def window(qtbot, dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     monkeypatch.setenv("SLUICE_CONFIG_DIR", str(tmp_path / "config"))
+    # The kept history is the test's own (a window lists every run the file holds).
+    monkeypatch.setattr("core.history.history_path", lambda: tmp_path / "history.sqlite3")
     from ui.main_window import MainWindow
 
     w = MainWindow()

@@ -49,6 +49,8 @@ def shown_window(qtbot: Any, embedded_dsn: str, tmp_path: Path, monkeypatch: pyt
                  soak_conn: psycopg.Connection[Any]) -> Iterator[Any]:
     """A shown window whose message boxes are real (modal, nested event loop) and answered like a user would."""
     monkeypatch.setenv("SLUICE_CONFIG_DIR", str(tmp_path / "config"))
+    # The kept history is the test's own (a window lists every run the file holds).
+    monkeypatch.setattr("core.history.history_path", lambda: tmp_path / "history.sqlite3")
     from ui.main_window import MainWindow
 
     w = MainWindow()

@@ -155,7 +155,8 @@ def test_counters_summary_history_and_log_agree_after_stop_and_abort(
         w.stop_btn.click()
     assert "loaded           0" in w.counters.text()
     row = w.history.rows[-1]
-    assert (row[6], row[10]) == ("0", "cancelled") and row[5] != "0"
+    h = w.history
+    assert (row[h.LOADED], row[h.OUTCOME]) == ("0", "cancelled") and row[h.READ] != "0"
     assert "Nothing was loaded" in w.summary.text() and "cancelled by the user" in w.log.toPlainText()
     assert "— cancelled: read" in w.log.toPlainText() and "loaded 0" in w.log.toPlainText()
     # The chart never shows a negative rate, and its last point is not a fall to 0.
@@ -170,7 +171,7 @@ def test_counters_summary_history_and_log_agree_after_stop_and_abort(
         w.run_btn.click()
     assert "loaded           0" in w.counters.text() and "read" in w.counters.text()
     row = w.history.rows[-1]
-    assert row[6] == "0" and row[10] == "failed" and "x9" in row[11]
+    assert row[h.LOADED] == "0" and row[h.OUTCOME] == "failed" and "x9" in row[h.NOTE]
     assert "error:" in w.log.toPlainText() and "— failed: read" in w.log.toPlainText()
     assert table not in w.targets.db.tables.get("public", [])
 
@@ -211,10 +212,10 @@ def test_profiles_rejects_history_table_and_server(
             w.run_btn.click()
         files.append(done.args[0].reject_file)
     assert files[0] != files[1] and all(Path(f).exists() for f in files)  # never overwritten
-    assert w.history.rows[-1][7] == "1"
+    assert w.history.rows[-1][w.history.REJECTED] == "1"
     report = CompareReport([CompareResult("copy-csv", 1000, 1, rows=3, runs=[1500.0, 1600.0])], 20.0, 3)
     w.compare_tab.finished.emit(report)
-    assert w.history.rows[-1][1] == "compare" and "RTT 20 ms" in w.history.rows[-1][11]
+    assert w.history.rows[-1][1] == "compare" and "RTT 20 ms" in w.history.rows[-1][w.history.NOTE]
     with qtbot.waitSignal(w.table_shown, timeout=30_000) as shown:
         w.show_table_btn.click()
     assert shown.args[0].model.rowCount() == 4

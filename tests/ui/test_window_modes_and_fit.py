@@ -115,7 +115,8 @@ def test_wording_and_a_failed_run(
     w.policy_combo.setCurrentText("skip")
     _run(qtbot, w)
     assert "1 row was rejected" in w.summary.text()
-    assert w.history.rows[-1][4].startswith("auto → ") and w.history.rows[-1][4] != "auto → auto"
+    used = w.history.rows[-1][w.history.STRATEGY]
+    assert used.startswith("auto → ") and used != "auto → auto"
     w.policy_combo.setCurrentText("abort")
     with qtbot.waitSignal(w.run_failed, timeout=60_000):
         w.run_btn.click()

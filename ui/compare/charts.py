@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from core.auto import AUTO
 from core.compare import CompareReport, CompareResult, describe
 from ui.compare.session import CompareSession, strategy_colour
 
@@ -293,11 +294,12 @@ class CompareCharts(pg.GraphicsLayoutWidget):  # type: ignore[misc]
                 sample = dict(pen=pg.mkPen(colour, width=2), symbol=symbol, symbolSize=7,
                               symbolBrush=pg.mkBrush(colour), symbolPen=pg.mkPen(colour))
             else:
-                # row by row: one rate whatever the batch size, drawn flat across the sizes measured
+                # row by row (or auto, which sizes its own batches): one rate whatever the batch size asked,
+                # drawn flat across the sizes measured
                 curve = self.line_plot.plot([float(sized[0]), float(sized[-1])], [rs[0].median_rows_per_s] * 2,
                                             pen=pg.mkPen(colour, width=2, style=style))
                 sample = dict(pen=pg.mkPen(colour, width=2))
-                name += " (row by row)"
+                name += " (its own batch size)" if strategy == AUTO else " (row by row)"
             if name not in keyed:
                 # a sample off the plot (one point, so its symbol takes the colour) stands for every session
                 keyed[name] = curve if not multi else pg.PlotDataItem([0.0], [0.0], **sample)

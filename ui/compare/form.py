@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.auto import AUTO
 from core.compare import CompareSpec
 from core.spec import CommitMode, ErrorPolicy, LoadSpec
 from core.strategies.base import all_strategies
@@ -77,6 +78,15 @@ class CompareForm(QWidget):
         box = QGroupBox("Strategies")
         bl = QVBoxLayout(box)
         self.strategy_list = QListWidget()
+        # auto as a contestant: it picks as a load would, and the results say what it picked.
+        auto = QListWidgetItem(AUTO)
+        auto.setData(Qt.ItemDataRole.UserRole, False)
+        auto.setIcon(swatch(strategy_colour(AUTO)))
+        auto.setToolTip("auto: picks the strategy, batch size and workers as a load would; the results say which "
+                        "it picked, so you can see whether its pick is the fastest")
+        auto.setFlags(auto.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+        auto.setCheckState(Qt.CheckState.Checked if AUTO in DEFAULT_STRATEGIES else Qt.CheckState.Unchecked)
+        self.strategy_list.addItem(auto)
         for cls in all_strategies():
             item = QListWidgetItem(cls.id)
             item.setData(Qt.ItemDataRole.UserRole, cls.script_only)

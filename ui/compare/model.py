@@ -7,7 +7,8 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-from core.compare import CompareResult
+from core.auto import AUTO
+from core.compare import CompareResult, describe
 from ui.compare.form import swatch
 from ui.compare.session import CompareSession, rtt_text, strategy_colour
 
@@ -71,11 +72,16 @@ class CompareModel(QAbstractTableModel):
     def note(r: CompareResult) -> str:
         if r.error:
             return f"error: {r.error}"
-        return f"measured on {r.reduced_rows:,} rows" if r.reduced_rows else ""
+        notes = ["tie: its min–max range overlaps the other's"] if r.tie else []
+        if r.reduced_rows:
+            notes.append(f"measured on {r.reduced_rows:,} rows")
+        return "; ".join(notes)
 
     def _values(self, session: CompareSession | None, r: CompareResult) -> tuple[Any, ...]:
         ok = bool(r.runs)  # raw values, as the charts label them (not the JSON's rounding)
-        return (session.name if session else "", r.strategy, r.batch_rows if r.batch_sized else None, r.workers,
+        # auto says what it picked ("auto → copy-csv · 100,000"); the others their id.
+        strategy = describe(r) if r.strategy == AUTO else r.strategy
+        return (session.name if session else "", strategy, r.batch_rows if r.batch_sized else None, r.workers,
                 session.rtt_ms if session else None, r.rows if ok else None,
                 r.median_rows_per_s if ok else None, min(r.runs) if ok else None, max(r.runs) if ok else None,
                 statistics.median(r.mb_runs) if r.mb_runs else None, r.ratio_to_fastest if ok else None,
@@ -87,6 +93,8 @@ class CompareModel(QAbstractTableModel):
         col = index.column()
         session, result = self.rows[index.row()]
         value = self._values(session, result)[col]
+        if col == self.COL_WORKERS and result.strategy == AUTO:
+            value = None  # its own pick, said in the Strategy column
         if role == SORT_ROLE:
             return -1.0 if value is None else value
         if role == Qt.ItemDataRole.TextAlignmentRole and col in self._RIGHT:
@@ -104,6 +112,8 @@ class CompareModel(QAbstractTableModel):
             return str(value) or None
         if col == self.COL_SESSION and session is not None:
             return session.settings_text()
+        if col in (self.COL_BATCH, self.COL_WORKERS, self.COL_STRATEGY) and r.strategy == AUTO:
+            return "auto picks its own strategy, batch size and workers, as a load would: " + (r.picked or "not yet")
         if col == self.COL_BATCH and not r.batch_sized:
             return "Row by row: the batch size changes nothing on the wire, so it ran once"
         return None

@@ -14,7 +14,7 @@ _COLOURS = {
     "connection-per-row": "#8c564b", "row-autocommit": "#e377c2", "row-transaction": "#d62728",
     "executemany": "#ff7f0e", "pipeline": "#bcbd22", "multirow-values": "#8c6d31", "unnest": "#2ca02c",
     "copy-text": "#17becf", "copy-csv": "#1f77b4", "copy-binary": "#9467bd", "parallel-copy": "#393b79",
-    "script-autocommit": "#e7969c", "script-transaction": "#ad494a", "script-do-block": "#637939",
+    "auto": "#000000", "script-autocommit": "#e7969c", "script-transaction": "#ad494a", "script-do-block": "#637939",
 }
 _SPARE = ("#7f7f7f", "#5254a3", "#b5cf6b", "#e6550d", "#31a354", "#de9ed6", "#3182bd", "#843c39")
 

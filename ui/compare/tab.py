@@ -27,7 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.compare import CompareReport, CompareResult, describe, run_compare
+from core.auto import AUTO
+from core.compare import CompareReport, CompareResult, run_compare
 from core.spec import LoadSpec
 from core.strategies.base import get_strategy
 from ui import progress_bar
@@ -36,6 +37,7 @@ from ui.compare.form import CompareForm, parse_counts
 from ui.compare.model import SORT_ROLE, CompareModel
 from ui.compare.session import CompareSession, rtt_text
 from ui.compare.sessions_box import SessionsBox
+from ui.compare.texts import shown_text, summary
 from ui.layout import scrolled
 from ui.worker import Job
 
@@ -250,16 +252,10 @@ class CompareTab(QWidget):
         shown = self.shown_sessions()
         self.model.set_sessions(shown)
         self.table.setColumnHidden(CompareModel.COL_SESSION, len(shown) < 2)
-        self.shown_label.setText(self._shown_text(shown))
+        self.shown_label.setText(shown_text(shown))
         self._redraw.stop()
         self.charts.show_sessions(shown)
         self._set_buttons()
-
-    @staticmethod
-    def _shown_text(shown: list[CompareSession]) -> str:
-        if not shown:
-            return "No session ticked: tick one or two in Sessions."
-        return "  |  ".join(f"<b>{s.title()}</b> — {s.settings_text()}" for s in shown)
 
     _status_of: CompareSession | None = None  # the session the status line and progress bar speak of
 
@@ -390,20 +386,9 @@ class CompareTab(QWidget):
         self._refresh_view()
         self.table.sortByColumn(CompareModel.COL_MEDIAN, Qt.SortOrder.DescendingOrder)
         self._set_running(False)
-        self.status.setText(f"{session.name}: {self._summary(report)}")
+        self.status.setText(f"{session.name}: {summary(report)}")
         self.finished.emit(report)
         self.comparison_finished.emit(session)
-
-    @staticmethod
-    def _summary(report: CompareReport) -> str:
-        done = [r for r in report.results if r.runs]
-        failed = len(report.results) - len(done)
-        if not done:
-            return "No combination finished a run: see the Note column."
-        best = max(done, key=lambda r: r.median_rows_per_s)
-        # word joiners: a narrow panel must not break "rows/s" at its slash
-        text = f"Fastest: {describe(best)} at {best.median_rows_per_s:,.0f}\u00a0rows\u2060/\u2060s."
-        return text + (f" {failed} combination(s) failed: see the Note column." if failed else "")
 
     def _on_failed(self, job: Job, message: str) -> None:
         session = self._end(job, "failed", message)
@@ -451,9 +436,16 @@ class CompareTab(QWidget):
         self.apply_result(result)
 
     def apply_result(self, result: CompareResult) -> None:
+        if result.strategy == AUTO:  # auto stays auto: it picks again for the load
+            self._window.set_strategy(AUTO)
+            self._to_load_tab()
+            return
         cls = get_strategy(result.strategy)
         self._window.set_strategy(result.strategy, result.batch_rows if cls.batch_sized else None,
                                   result.workers if cls.takes_workers else None)
+        self._to_load_tab()
+
+    def _to_load_tab(self) -> None:
         tabs = self._window.tabs
         titles = [tabs.tabText(i) for i in range(tabs.count())]
         tabs.setCurrentIndex(titles.index("Load") if "Load" in titles else 0)

@@ -23,7 +23,10 @@ from PySide6.QtWidgets import (
 from core.events import Progress, human_seconds
 from ui import progress_bar
 from ui.charts import ThroughputChart
+from ui.elided_label import ElidedLabel
 from ui.table_models import RejectsModel
+
+NO_PLAN = "Plan: pick a file and a table, and the plan for the run shows here."
 
 
 class RunPanel(QGroupBox):
@@ -66,7 +69,7 @@ class RunPanel(QGroupBox):
         self.show_counters(0, 0, 0)
         left.addWidget(self.counters)
         # What the next run will do (ui.foresight fills it in): auto's pick, the protocol, why.
-        self.plan_label = QLabel("Plan: pick a file and a table, and the plan for the run shows here.")
+        self.plan_label = QLabel(NO_PLAN)
         self.plan_label.setWordWrap(True)
         self.plan_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # Three lines at least, even in a 700 px high window (the log gives way); the tooltip has it all.
@@ -96,9 +99,20 @@ class RunPanel(QGroupBox):
         for col, width in enumerate((44, 44, 64, 64, 320)):
             self.rejects_view.setColumnWidth(col, width)
         rl.addWidget(self.rejects_view)
-        self.open_rejects_btn = QPushButton("Open reject file")
-        self.open_rejects_btn.setEnabled(False)
-        rl.addWidget(self.open_rejects_btn)
+        # The file's path stays in sight: where no application opens .csv files, Open does nothing there.
+        file_row = QHBoxLayout()
+        self.reject_path_label = ElidedLabel("", mode=Qt.TextElideMode.ElideMiddle)
+        self.open_rejects_btn = QPushButton("Open")
+        self.open_rejects_btn.setToolTip("Open the reject file with the application set for .csv files")
+        self.show_rejects_btn = QPushButton("Show in folder")
+        self.show_rejects_btn.setToolTip("Open the folder that holds the reject file")
+        self.copy_rejects_btn = QPushButton("Copy path")
+        self.copy_rejects_btn.setToolTip("Copy the reject file's path to the clipboard")
+        file_row.addWidget(self.reject_path_label, 1)
+        for b in (self.open_rejects_btn, self.show_rejects_btn, self.copy_rejects_btn):
+            b.setEnabled(False)
+            file_row.addWidget(b)
+        rl.addLayout(file_row)
         self.run_tabs.addTab(rejected, "Rejected rows")
         left.addWidget(self.run_tabs)
         holder = QWidget()
@@ -116,22 +130,29 @@ class RunPanel(QGroupBox):
         bar.setValue(bar.maximum())
 
     def show_counters(self, read: int, loaded: int, rejected: int, rate: str = "") -> None:
-        """Fixed-width fields (monospace font): the layout stays put while the numbers grow."""
+        """Fixed-width fields (monospace font): the layout stays put while the numbers grow.
+
+        The rate has a line and a label of its own ("rate"), its number under the counters' numbers:
+        it reads as a second row, not as a line that wrapped.
+        """
         self.counters.setText(f"read {read:>11,}  loaded {loaded:>11,}  rejected {rejected:>9,}" + (
-            f"\n{rate}" if rate else "\n"))
+            f"\nrate {rate}" if rate else "\n"))
 
     def show_progress(self, p: Progress) -> None:
         self.chart.add(p)
         frac = p.fraction
         if frac is not None:
             self.progress.setValue(int(frac * 1000))
-        self.progress.setFormat(f"{p.phase.value} {frac * 100 if frac else 0:.0f}%  ETA {human_seconds(p.eta_s)}")
+        # Short text on the bar (the fill passes under it); the ETA goes beside the rate, never under the fill.
+        self.progress.setFormat(f"{p.phase.value} {frac * 100 if frac else 0:.0f}%")
         self.show_counters(p.rows_read, p.rows_loaded, p.rows_rejected,
-                           f"{p.rows_per_s:>11,.0f} rows/s  {p.mb_per_s:>8,.1f} MB/s (average)")
+                           f"{p.rows_per_s:>11,.0f} rows/s  {p.mb_per_s:>6,.1f} MB/s  ETA {human_seconds(p.eta_s)}")
 
     def show_rejects(self, path: str | None) -> None:
         self.rejects.load(path)
-        self.open_rejects_btn.setEnabled(bool(path))
+        self.reject_path_label.setText(path or "")
+        for b in (self.open_rejects_btn, self.show_rejects_btn, self.copy_rejects_btn):
+            b.setEnabled(bool(path))
         self.run_tabs.setTabText(1, f"Rejected rows ({self.rejects.total:,})" if path else "Rejected rows")
         if path:
             self.run_tabs.setCurrentIndex(1)
@@ -140,9 +161,26 @@ class RunPanel(QGroupBox):
         self.plan_label.setText(f"<b>Plan:</b> {html.escape(text)}")
         self.plan_label.setToolTip(text)
 
+    def clear_plan(self, text: str = NO_PLAN) -> None:
+        """No plan to show (yet): never the plan of another file, table or server."""
+        self.plan_label.setText(text)
+        self.plan_label.setToolTip("")
+
     def show_failed(self, text: str) -> None:
         """A run that failed: an empty bar saying so in red, never a full "done"-looking one."""
         progress_bar.show_failed(self.progress, text)
+
+    def clear_result(self) -> None:
+        """Another file: the last file's result (bar, counters, summary, chart, rejects, Resume) goes."""
+        progress_bar.plain_colours(self.progress)
+        self.progress.setValue(0)
+        self.progress.setFormat("idle")
+        self.summary.setText("")
+        self.show_counters(0, 0, 0)
+        self.chart.reset()
+        self.chart.stop()
+        self.set_resumable(False)
+        self.show_rejects(None)
 
     def clear_for_run(self) -> None:
         progress_bar.plain_colours(self.progress)

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
 
 from core.auto import AUTO
 from core.spec import CommitMode, ErrorPolicy
@@ -14,6 +24,13 @@ BATCH_TIP = ("Rows per batch (per statement, COPY chunk or commit).\n"
              "copy-binary), 10,000 rows for the others")
 DEFAULT_TEXT = "default"  # the batch box at its minimum: no number, the strategy sizes its batches
 WORKERS_TIP = "Connections for strategies that load over several at once"
+REJECT_LIMIT_TIP = ("On error = skip: stop and roll back once more rows than this are rejected "
+                    "(no limit: load every good row, however many are rejected). As --reject-limit on the "
+                    "command line; saved in profiles.")
+REJECT_FOLDER_TIP = ("On error = skip: where each run's reject file goes (a new file per run, named after the data "
+                     "file and the time). Empty: the rejects folder in Sluice's data directory.")
+AUTO_HELP = ("<b>auto picks the strategy, batch size and workers</b> from the file, the target and the "
+             "server; the plan above the log says which, and why, before the run.")
 AUTO_TIP = "auto picks it from the file, the target and the server (batches of about 8 MB); pick a strategy to set it"
 
 
@@ -96,7 +113,61 @@ class StrategyPanel(QGroupBox):
         row2.addWidget(QLabel("On error"))
         row2.addWidget(self.policy_combo)
         form.addRow(row2)
+        self._build_rejects(form)
         self._on_strategy_changed()
+
+    def _build_rejects(self, form: QFormLayout) -> None:
+        """Reject limit and folder: they apply with On error = skip."""
+        self.reject_limit_spin = QSpinBox()
+        self.reject_limit_spin.setRange(-1, 1_000_000_000)
+        self.reject_limit_spin.setSpecialValueText("no limit")  # -1: LoadSpec.reject_limit None
+        self.reject_limit_spin.setValue(-1)
+        self.reject_limit_spin.setToolTip(REJECT_LIMIT_TIP)
+        self.reject_folder_edit = QLineEdit()
+        self.reject_folder_edit.setToolTip(REJECT_FOLDER_TIP)
+        self.reject_browse_btn = QPushButton("…")
+        self.reject_browse_btn.setToolTip("Pick the folder for reject files")
+        self.reject_browse_btn.setFixedWidth(self.reject_browse_btn.fontMetrics().horizontalAdvance("…") + 24)
+        self.reject_open_btn = QPushButton("Open")
+        self.reject_open_btn.setToolTip("Open the reject folder in the file manager")
+        limit = QHBoxLayout()
+        limit.addWidget(self.reject_limit_spin, 1)
+        # A profile's percentage limit (reject_limit_pct: no flag, no box of its own): shown and kept.
+        self.reject_pct_label = QLabel()
+        self.reject_pct_label.setVisible(False)
+        limit.addWidget(self.reject_pct_label)
+        limit.addStretch(1)
+        form.addRow("Reject limit", limit)
+        folder = QHBoxLayout()
+        folder.addWidget(self.reject_folder_edit, 1)
+        folder.addWidget(self.reject_browse_btn)
+        folder.addWidget(self.reject_open_btn)
+        form.addRow("Reject files", folder)
+        self.policy_combo.currentTextChanged.connect(self._on_policy_changed)
+        self._on_policy_changed()
+
+    def _on_policy_changed(self, *_args: object) -> None:
+        skip = self.policy_combo.currentText() == ErrorPolicy.SKIP.value
+        for w in (self.reject_limit_spin, self.reject_pct_label, self.reject_folder_edit, self.reject_browse_btn):
+            w.setEnabled(skip)
+
+    def reject_limit(self) -> int | None:
+        value = self.reject_limit_spin.value()
+        return None if value < 0 else value
+
+    _reject_pct: float | None = None
+
+    def reject_limit_pct(self) -> float | None:
+        return self._reject_pct
+
+    def set_reject_limit(self, limit: int | None, pct: float | None = None) -> None:
+        """A profile's limits: a count in the box; a percentage said beside it and kept for the run and the save."""
+        self.reject_limit_spin.setValue(-1 if limit is None else limit)
+        self._reject_pct = pct
+        self.reject_pct_label.setText("" if pct is None else f"or over {pct:g}% of rows (profile)")
+        self.reject_pct_label.setToolTip("The profile's reject_limit_pct: the run stops once more than this share "
+                                         "of the rows read is rejected")
+        self.reject_pct_label.setVisible(pct is not None)
 
     def current(self) -> type[Strategy] | None:
         """The chosen strategy class; None for `auto`."""
@@ -105,9 +176,7 @@ class StrategyPanel(QGroupBox):
     def _on_strategy_changed(self, *_args: object) -> None:
         cls = self.current()
         if cls is None:
-            self.strategy_help.setText(
-                "<b>auto picks the strategy, batch size and workers</b> from the file, the target and the "
-                "server; the plan above the log says which, and why, before the run.")
+            self.strategy_help.setText(AUTO_HELP)
             self.batch_spin.set_auto(True, BATCH_TIP)
             self.workers_spin.set_auto(True, WORKERS_TIP)
             return
@@ -121,6 +190,11 @@ class StrategyPanel(QGroupBox):
         if self.current() is None:
             self.strategy_help.setText(f"<b>auto chose {strategy_id}</b> (batches of {batch_rows:,} rows) for the "
                                        f"last run: {reason}")
+
+    def forget_choice(self) -> None:
+        """The set-up changed or another run began: what auto chose for the last run no longer holds."""
+        if self.current() is None:
+            self.strategy_help.setText(AUTO_HELP)
 
     def set_strategy(self, strategy_id: str, batch_rows: int | None = None, workers: int | None = None) -> None:
         """Pick a strategy; a batch size or workers given are set too (None leaves the box as it is)."""

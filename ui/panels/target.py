@@ -79,6 +79,16 @@ class TargetPanel(QGroupBox):
         self.ddl_edit.setMinimumHeight(40)
         self.ddl_edit.setToolTip("CREATE TABLE used in mode 'create'; edit it freely")
         form.addRow("New table DDL", self.ddl_edit)
+        # Shown when the box holds a hand edit that no longer follows the mapping (ui/ddl_box.py).
+        self.ddl_note = ElidedLabel()  # a few words; the whole reason in its tooltip
+        self.ddl_regenerate_btn = QPushButton("Use the mapping's DDL")
+        self.ddl_regenerate_btn.setToolTip("Replace the hand-edited DDL by the one made from the mapping")
+        note_row = QHBoxLayout()
+        note_row.addWidget(self.ddl_note, 1)
+        note_row.addWidget(self.ddl_regenerate_btn)
+        form.addRow("", note_row)
+        self.ddl_note.setVisible(False)
+        self.ddl_regenerate_btn.setVisible(False)
 
     def show_database(self, info: DatabaseInfo, where: str) -> None:
         """The server's banner and its schemas (the schema typed so far is kept)."""

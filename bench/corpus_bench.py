@@ -1,0 +1,170 @@
+"""Whole `python -m app load` commands on every shape of the corpus, beside `psql \\copy` and the server's own limit.
+
+    python -m bench.corpus_bench [--rows N] [--repeat K] [--dsn DSN|embedded] [--shapes a,b] [--big] [--out FILE]
+
+For each shape (bench/corpus.py) the cases run interleaved, round after round (psql, auto, copy-csv, ...
+then again), each a fresh process into a fresh table, with a CHECKPOINT before every run so one case's
+WAL is not written during the next one's. L0 is the server reading the same rows from a binary file it
+wrote itself (`COPY ... TO` then `COPY ... FROM` a file, no client at all): the single-stream limit a
+client can approach. `--big` adds the mixed shape at 5M rows. The table goes to stdout and, with
+`--out`, to a Markdown file with the machine, date, server and command (`make bench` writes
+bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from bench.corpus import DDL, SHAPES, generate
+from bench.run_bench import DATA, LOCAL_DSN, ROOT, psql_cmd, timed
+
+SHARED = Path("/tmp/sluice-bench")  # a folder the server's own process can write and read
+
+STRATEGIES = ("auto", "copy-csv", "copy-binary", "parallel-copy")
+
+
+def _reset(dsn: str, table: str, shape: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        c.execute(sql.SQL(DDL[shape]).format(sql.Identifier(table)))  # DDL: fixed strings in bench/corpus.py
+        c.execute("CHECKPOINT")
+
+
+def _server_copy(dsn: str, table: str, path: Path) -> float:
+    """The server reads its own binary file into the table: no client, no network, no parsing of text."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        t = time.perf_counter()
+        c.execute(sql.SQL("COPY {} FROM {} (FORMAT binary)").format(sql.Identifier(table), sql.Literal(str(path))))
+        return time.perf_counter() - t
+
+
+def _export_binary(dsn: str, table: str, shape: str) -> Path:
+    SHARED.mkdir(parents=True, exist_ok=True)
+    os.chmod(SHARED, 0o777)
+    out = SHARED / f"{shape}.bin"
+    out.unlink(missing_ok=True)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(sql.SQL("COPY {} TO {} (FORMAT binary)").format(sql.Identifier(table), sql.Literal(str(out))))
+    return out
+
+
+def _cases(shape: str, path: Path, table: str, dsn: str, rows: int) -> list[tuple[str, list[str]]]:
+    load = [sys.executable, "-m", "app", "load", str(path), "--table", table, "--dsn", dsn]
+    cases = [("psql \\copy", psql_cmd(dsn, "-c", f"\\copy {table} FROM '{path}' CSV HEADER"))]
+    cases += [(s, load if s == "auto" else [*load, "--strategy", s]) for s in STRATEGIES]
+    if rows >= 5_000_000:
+        cases.append(("parallel-copy per-batch", [*load, "--strategy", "parallel-copy", "--commit", "per-batch"]))
+    return cases
+
+
+def bench_shape(shape: str, rows: int, repeat: int, dsn: str) -> dict[str, list[float]]:
+    path = generate(shape, rows, DATA)
+    table = f"bench_{shape}"
+    cases = _cases(shape, path, table, dsn, rows)
+    times: dict[str, list[float]] = {name: [] for name, _ in cases}
+    times["L0: server COPY FROM its binary file"] = []
+    binary: Path | None = None
+    for _ in range(repeat):
+        for name, cmd in cases:
+            _reset(dsn, table, shape)
+            times[name].append(timed(cmd))
+            if binary is None:
+                binary = _export_binary(dsn, table, shape)
+        _reset(dsn, table, shape)
+        assert binary is not None
+        times["L0: server COPY FROM its binary file"].append(_server_copy(dsn, table, binary))
+    if binary is not None:
+        binary.unlink(missing_ok=True)
+    _reset(dsn, table, shape)
+    return times
+
+
+def _dsn(asked: str | None) -> str:
+    if asked in (None, "local"):
+        try:
+            psycopg.connect(LOCAL_DSN, connect_timeout=3).close()
+            return LOCAL_DSN
+        except psycopg.OperationalError:
+            asked = "embedded"
+    if asked == "embedded":
+        return subprocess.run([sys.executable, "-m", "app", "server", "start"], capture_output=True, text=True,
+                              cwd=ROOT, check=True).stdout.strip()
+    assert asked is not None
+    return asked
+
+
+def table(results: dict[str, dict[str, list[float]]], rows_of: dict[str, int]) -> list[str]:
+    """One row per shape: psql's median seconds, then each case's median as a ratio of psql's rows/s."""
+    names = [n for n in next(iter(results.values()))]
+    others = [n for n in names if n != "psql \\copy"]
+    extra = sorted({n for r in results.values() for n in r} - set(names))
+    others += extra
+    lines = ["| shape | rows | psql \\copy s | " + " | ".join(others) + " |",
+             "|---|---:|---:|" + "---:|" * len(others)]
+    for shape, times in results.items():
+        psql = statistics.median(times["psql \\copy"])
+        cells = []
+        for n in others:
+            if n not in times or not times[n]:
+                cells.append("–")
+                continue
+            med = statistics.median(times[n])
+            cells.append(f"{psql / med:.2f}x ({med:.2f} s, {min(times[n]):.2f}–{max(times[n]):.2f})")
+        lines.append(f"| {shape} | {rows_of[shape]:,} | {psql:.2f} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dsn", default=None, help="a DSN, or 'embedded'; default: the local server if it answers")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes (default: all)")
+    ap.add_argument("--big", action="store_true", help="also the mixed shape at 5M rows")
+    ap.add_argument("--out", help="write the table, with machine, date, server and command, to this Markdown file")
+    a = ap.parse_args()
+    dsn = _dsn(a.dsn)
+    shapes = [s for s in a.shapes.split(",") if s]
+    rows_of = {s: a.rows for s in shapes}
+    if a.big:
+        shapes.append("mixed5m")
+        rows_of["mixed5m"] = 5_000_000
+    results: dict[str, dict[str, list[float]]] = {}
+    for shape in shapes:
+        print(f"{shape}…", file=sys.stderr, flush=True)
+        results[shape] = bench_shape(shape, rows_of[shape], a.repeat, dsn)
+    with psycopg.connect(dsn) as c:
+        version = c.execute("SHOW server_version").fetchone()
+    server = f"PostgreSQL {version[0] if version else '?'} ({'embedded' if 'host=/' in dsn else dsn})"
+    head = [
+        "# Benchmark results",
+        "",
+        f"- date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"- machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}",
+        f"- server: {server}",
+        f"- command: `python -m bench.corpus_bench {' '.join(sys.argv[1:])}` (`make bench` runs it)",
+        f"- method: whole commands, interleaved round by round, a CHECKPOINT before each run, median of {a.repeat}; "
+        "each cell is rows/s as a ratio of psql's (median seconds, min–max); L0 is the server reading its own "
+        "binary export of the same rows, no client at all (bench/corpus_bench.py)",
+        "",
+    ]
+    text = "\n".join([*head, *table(results, rows_of), ""])
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
