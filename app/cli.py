@@ -47,8 +47,19 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _source_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", help="the file to load")
+MANY_FILES_HELP = (
+    "the file to load; or many files with the same columns into one table: a folder, a quoted glob "
+    "('exports/*.csv') or several files. They load in one transaction (--commit single, the default), "
+    "each file in its own (--commit per-file: a bad file rolls back alone, --resume goes on from it) or "
+    "batch by batch (--commit per-batch)"
+)
+
+
+def _source_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
+    if many:
+        p.add_argument("source", nargs="+", help=MANY_FILES_HELP)
+    else:
+        p.add_argument("source", help="the file to load")
     p.add_argument("--format", choices=FORMATS)
     p.add_argument("--delimiter")
     p.add_argument("--quote")
@@ -78,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m app", description="Sluice: load files into PostgreSQL.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    load = sub.add_parser("load", help="load a file into a table")
-    _source_args(load)
+    load = sub.add_parser("load", help="load a file (or a folder, a glob, several files) into a table")
+    _source_args(load, many=True)
     load.add_argument("--strategy", default="auto",
                       help="a strategy id (see `strategies`), or auto (the default): picks strategy, batch size "
                            "and workers from the file and the target, and says why")
@@ -88,7 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--workers", type=_at_least(1, MAX_WORKERS), default=2)
     load.add_argument("--mode", choices=[m.value for m in LoadMode], default="append")
     load.add_argument("--key", nargs="+", default=[], help="upsert key columns")
-    load.add_argument("--commit", choices=[m.value for m in CommitMode], default="single")
+    load.add_argument("--commit", choices=[m.value for m in CommitMode], default="single",
+                      help="single: all in one transaction (all files, when there are several); per-batch: each "
+                           "batch commits with a checkpoint (--resume continues); per-file: with several files, "
+                           "each file commits on its own")
     load.add_argument("--on-error", choices=[m.value for m in ErrorPolicy], default="abort")
     load.add_argument("--reject-file")
     load.add_argument("--reject-limit", type=_at_least(0))
@@ -121,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def spec_from_args(a: argparse.Namespace) -> LoadSpec:
+    if isinstance(a.source, list):  # load: one file, or several (a shell's expanded glob) as one list
+        from core.sources.many import join_paths
+
+        a.source = join_paths(a.source)
     src = SourceOptions(
         path=a.source,
         format=a.format,
@@ -218,7 +236,7 @@ def cmd_load(
 ) -> int:
     from app.history_cli import remember_error, remember_result
     from core import profile
-    from core.job import LoadJob
+    from core.many_files import make_job
 
     if spec.target.mode is LoadMode.UPSERT and not spec.target.key:
         raise ConfigError("--mode upsert needs --key COLUMN ...")
@@ -228,7 +246,7 @@ def cmd_load(
     cancel = CancelToken()
     line = ProgressLine()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.cancel())
-    job = LoadJob(spec, on_progress=line, on_log=line.log, cancel=cancel, resume=resume, restart=restart)
+    job = make_job(spec, on_progress=line, on_log=line.log, cancel=cancel, resume=resume, restart=restart)
     try:
         result = job.run()
     except SluiceError as exc:
@@ -243,6 +261,8 @@ def cmd_load(
         print(f"resumed after {result.resumed_from:,} rows an earlier run had committed", file=sys.stderr)
     into = (f"{len(result.tables)} tables ({', '.join(result.tables)})" if len(result.tables) > 1
             else spec.target.table)
+    if result.files:
+        into += f" from {len(result.files)} files"
     print(
         f"loaded {result.rows_loaded:,} of {result.rows_read:,} rows into {into} "
         f"in {result.seconds:.2f} s ({result.rows_per_s:,.0f} rows/s) with {result.strategy}",

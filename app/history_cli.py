@@ -12,6 +12,7 @@ from core.history import Entry, History, from_failure, from_result, record
 
 if TYPE_CHECKING:
     from core.job import LoadJob, LoadResult
+    from core.many_files import EachFileJob
     from core.spec import LoadSpec
 
 
@@ -33,7 +34,7 @@ def remember_result(spec: LoadSpec, result: LoadResult) -> None:
     _keep(from_result(spec, result, origin="cli"))
 
 
-def remember_error(spec: LoadSpec, job: LoadJob, exc: SluiceError) -> None:
+def remember_error(spec: LoadSpec, job: LoadJob | EachFileJob, exc: SluiceError) -> None:
     """A headless run that failed or was interrupted: what auto picked, what was read, and why."""
     from core.spec import CommitMode
 

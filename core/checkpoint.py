@@ -65,6 +65,11 @@ def load_key(source_path: str | Path, target: TableRef) -> str:
 
 def fingerprint(path: str | Path) -> str:
     """Size, modification time and the head's hash: enough to tell a different file."""
+    from core.sources.many import fingerprint as of_files
+    from core.sources.many import is_many
+
+    if is_many(str(path)):  # a folder or a glob: every file's
+        return of_files(str(path))
     st = os.stat(path)
     with open(path, "rb") as f:
         head = hashlib.sha256(f.read(HEAD_BYTES)).hexdigest()[:16]

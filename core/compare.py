@@ -414,8 +414,13 @@ _COUNTS: dict[tuple[str, int, int], int] = {}
 
 def _row_count(spec: LoadSpec) -> int:
     """Rows in the source, counted once per file version (every combination asks)."""
-    st = os.stat(spec.source.path)
-    key = (os.path.abspath(spec.source.path), st.st_size, st.st_mtime_ns)
+    from core.sources.many import fingerprint, is_many
+
+    if is_many(spec.source.path):  # many files (core.sources.many): every file's size, time and head
+        key = (os.path.abspath(spec.source.path), hash(fingerprint(spec.source.path)), 0)
+    else:
+        st = os.stat(spec.source.path)
+        key = (os.path.abspath(spec.source.path), st.st_size, st.st_mtime_ns)
     if key not in _COUNTS:
         plan = plan_load(spec)
         _COUNTS[key] = sum(b.frame.height for b in plan.source.batches(100_000))

@@ -69,4 +69,5 @@ def explain(
         values = _row_values(source, row, plan.maps)
         if values is not None:
             column, value = bad_column(ctx.dsn, ctx.columns, ctx.types, values, wf.error)
-    return BadRowError(RowProblem(str(source.path), row, line, column, value, reason))
+    path, row = source.file_of(row) if hasattr(source, "file_of") else (str(source.path), row)  # many files: its own
+    return BadRowError(RowProblem(path, row, line, column, value, reason))

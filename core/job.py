@@ -31,7 +31,7 @@ import psycopg
 from psycopg import sql
 
 from core import checkpoint as ck
-from core import empty_load, explain, janitor, stages
+from core import empty_load, explain, janitor, many_files, stages
 from core import mapping as mp
 from core.auto import AUTO, Choice, choose
 from core.batch_size import source_row_width
@@ -59,6 +59,7 @@ from core.protocols.common import (  # noqa: F401 - re-exported: callers import 
 )
 from core.rejects import RejectWriter
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
+from core.sources.empty import EmptySource
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy, all_strategies, get_strategy
 
@@ -149,7 +150,7 @@ class LoadJob:
     not_loaded: tuple[str, ...] = ()  # the file's columns no target column takes
 
     def run(self) -> LoadResult:
-        result = self._run_job()
+        result = many_files.report(self, self._run_job())  # many files: what each one gave
         if self.not_loaded:
             result = replace(result, columns_not_loaded=self.not_loaded)
         reasons = [r for r in (self.chosen.reason if self.chosen else "", result.reason) if r]
@@ -181,8 +182,10 @@ class LoadJob:
         spec = self.spec
         cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
         plan = plan_load(spec, ctl)
-        if getattr(plan.source, "empty", False):
+        if isinstance(plan.source, EmptySource):
             raise empty_load.EmptyFile(plan)
+        many_files.settled(self, plan)  # many files: said before the run; their counts kept for the result
+        spec = self.spec
         if cls is None:
             self.chosen = choose(spec, plan, ctl)
             self.spec = spec = replace(spec, strategy=self.chosen.strategy, batch_rows=self.chosen.batch_rows,

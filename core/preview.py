@@ -17,6 +17,7 @@ from core.pgtypes import is_relative, normalize_type, refused, text_reason
 from core.protocols.common import count_records
 from core.sources.base import BadRecord, Source
 from core.sources.factory import open_source
+from core.sources.many import ManySource
 from core.spec import ColumnMap, SourceOptions
 from core.target_facts import TableSize, size_on
 
@@ -36,6 +37,7 @@ class SourceInfo:
     bad: list[BadRecord] = field(default_factory=list)  # malformed records among the sampled rows, by row
     rows: int = 0  # rows in the file: exact when `rows_exact`, else estimated from the sample's bytes per row
     rows_exact: bool = False
+    files: tuple[str, ...] = ()  # many files read as one source (core.sources.many): each, in load order
 
     def rows_text(self) -> str:
         """'7 rows' or 'about 336,800 rows'."""
@@ -80,7 +82,8 @@ def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
     tables = [(t.target.display(), t.rows) for t in getattr(source, "tables", [])]
     picked = [(t, n) for t, n in tables if opts.script_table in (t, t.split(".")[-1])]
     count, exact = _row_count(source, sample, len(bad), whole, picked or tables)
-    return SourceInfo(opts, source.columns(), sample, types, seen, tables, bad[:BAD_SHOWN], count, exact)
+    files = tuple(str(p.path) for p in source.parts) if isinstance(source, ManySource) else ()
+    return SourceInfo(opts, source.columns(), sample, types, seen, tables, bad[:BAD_SHOWN], count, exact, files)
 
 
 def _sample_with_bad(source: Source, rows: int) -> tuple[pl.DataFrame, list[BadRecord], bool]:

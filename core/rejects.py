@@ -61,11 +61,22 @@ def reject_fields(
     """One reject-file record: line, row, column, value, reason and the original record."""
     line, record = source.locate(reject.row)
     column, value = bad_column(dsn, columns, types, values, None) if values is not None else (None, None)
-    return (line or "", reject.row + 1, column or "", "" if value is None else value, reject.reason, record or "")
+    return _named(source, (line or "", reject.row + 1, column or "", "" if value is None else value, reject.reason,
+                           record or ""), reject.row)
 
 
-def bad_record_fields(bad: BadRecord) -> tuple[Any, ...]:
-    return (bad.line or "", bad.row + 1, bad.column, bad.value, bad.reason, bad.record)
+def bad_record_fields(bad: BadRecord, source: Source | None = None) -> tuple[Any, ...]:
+    return _named(source, (bad.line or "", bad.row + 1, bad.column, bad.value, bad.reason, bad.record), bad.row)
+
+
+def _named(source: Source | None, fields: tuple[Any, ...], row: int) -> tuple[Any, ...]:
+    """Many files read as one source (core.sources.many): the row counted in its own file (as its
+    line is), and the file named in a last column."""
+    file_of = getattr(source, "file_of", None)
+    if file_of is None:
+        return fields
+    path, own = file_of(row)
+    return (fields[0], own + 1, *fields[2:], path)
 
 
 class RejectWriter:
@@ -97,8 +108,8 @@ class RejectWriter:
         self._csv = csv.writer(self._file)
         if keep and resume_at is not None:
             self.rewind(*resume_at)
-        else:
-            self._csv.writerow(self.HEADER)
+        else:  # many files read as one source (core.sources.many): each record also names its file
+            self._csv.writerow(self.HEADER + (("file",) if hasattr(source, "file_of") else ()))
         self._start = self.position()
 
     def position(self) -> int:
@@ -123,7 +134,7 @@ class RejectWriter:
 
     def add_bad(self, bad: BadRecord) -> None:
         """A record the source could not turn into a row: no column or value, its own text."""
-        self._csv.writerow(bad_record_fields(bad))
+        self._csv.writerow(bad_record_fields(bad, self.source))
         self.count += 1
 
     def add_lines(self, text: str, count: int) -> None:

@@ -16,6 +16,7 @@ class LoadMode(StrEnum):
 class CommitMode(StrEnum):
     SINGLE = "single"
     PER_BATCH = "per-batch"
+    PER_FILE = "per-file"  # many files into one table: each file in its own transaction (core.many_files)
 
 
 class ErrorPolicy(StrEnum):

@@ -94,9 +94,9 @@ class Foresight(QObject):
         w.run_panel.show_plan("working out what the run will do…")
 
         def foresee(*_a: Any) -> str:
-            from core.job import LoadJob
+            from core.many_files import make_job
 
-            return LoadJob(spec).foresee().describe()
+            return make_job(spec).foresee().describe()
 
         left = w.maps.left_out() if spec.target.mode is LoadMode.CREATE else []
         # A create that leaves out columns of the file says which (unticks made for another table carry over).

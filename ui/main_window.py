@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from core import memory
 from core.preview import SourceInfo, inspect_source
+from core.sources.many import common_name, join_paths
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.target_facts import TableSize
 from ui.compare_tab import CompareTab
@@ -183,6 +184,7 @@ class MainWindow(QMainWindow):
         p = self.profiles
         file_menu = self.menuBar().addMenu("&File")
         self._action(file_menu, "&Open file…", QKeySequence.StandardKey.Open, self._on_open_clicked)
+        self._action(file_menu, "Open &folder…", None, self._on_open_folder_clicked)
         self.recent_menu = file_menu.addMenu("Recent files")
         file_menu.addSeparator()
         self._action(file_menu, "Open &profile…", "Ctrl+Shift+O", p.on_open_profile)
@@ -234,9 +236,16 @@ class MainWindow(QMainWindow):
 
     def _on_open_clicked(self) -> None:
         path = self.profiles.file_dialog(
-            "Open a data file",
+            "Open a data file (or several with the same columns, into one table)",
             "Data files (*.csv *.tsv *.txt *.parquet *.json *.ndjson *.jsonl *.xlsx *.sql *.arrow);;All files (*)",
+            many=True,
         )
+        if path:
+            self.open_file(path)
+
+    def _on_open_folder_clicked(self) -> None:
+        """A folder of files with the same columns (monthly exports): one table (core.sources.many)."""
+        path = self.profiles.file_dialog("Open a folder of files with the same columns", "", folder=True)
         if path:
             self.open_file(path)
 
@@ -299,7 +308,8 @@ class MainWindow(QMainWindow):
             # A new file proposes a new table named after it, never the last file's table.
             self._propose_table = False
             first = o.script_table or (info.script_tables[0][0] if info.script_tables else None)
-            self.target_panel.set_table_quietly(first.split(".")[-1] if first else table_name_for(o.path))
+            named = common_name(list(info.files)) if info.files else o.path  # many files: their common name
+            self.target_panel.set_table_quietly(first.split(".")[-1] if first else table_name_for(named))
         self.maps.rebuild()
         self.strategy_panel.allow_scripts(o.format == "sql")
         self.source_ready.emit()
@@ -457,9 +467,9 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
-        urls = event.mimeData().urls()
-        if urls and urls[0].isLocalFile():
-            self.open_file(urls[0].toLocalFile())
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:  # several files dropped: one source of them all, into one table (core.sources.many)
+            self.open_file(join_paths(paths))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         if self.runs.job is not None:

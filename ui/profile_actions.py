@@ -42,11 +42,16 @@ class ProfileActions(QObject):
         self.settings.last_folder = str(Path(path).parent)
         self.settings.save()
 
-    def file_dialog(self, title: str, filters: str, *, save: bool = False, name: str = "") -> str:
-        """A file picked in Qt's own dialog (the same everywhere), or ''; its folder is remembered."""
+    def file_dialog(self, title: str, filters: str, *, save: bool = False, name: str = "", many: bool = False,
+                    folder: bool = False) -> str:
+        """A file picked in Qt's own dialog (the same everywhere), or ''; its folder is remembered.
+        `many`: one file or several (several come back as one source path, core.sources.many);
+        `folder`: a folder."""
         dlg = QFileDialog(self.w, title, self.start_folder(), filters)
         dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave if save else QFileDialog.AcceptMode.AcceptOpen)
-        dlg.setFileMode(QFileDialog.FileMode.AnyFile if save else QFileDialog.FileMode.ExistingFile)
+        mode = QFileDialog.FileMode
+        dlg.setFileMode(mode.AnyFile if save else mode.Directory if folder else
+                        mode.ExistingFiles if many else mode.ExistingFile)
         dlg.setViewMode(QFileDialog.ViewMode.Detail)
         if save and "*." in filters:
             dlg.setDefaultSuffix(filters.split("*.")[1].split(")")[0].split()[0])  # and asks before overwriting
@@ -61,7 +66,11 @@ class ProfileActions(QObject):
         if not dlg.exec() or not dlg.selectedFiles():
             return ""
         path = dlg.selectedFiles()[0]
-        self.remember_folder(path)
+        self.remember_folder(str(Path(path) / "x") if folder else path)
+        if many:
+            from core.sources.many import join_paths
+
+            return join_paths(dlg.selectedFiles())
         return path
 
     # -- profiles -------------------------------------------------------------------------------

@@ -94,7 +94,8 @@ class RejectFiles(QObject):
                                       f"reject files go to {default_folder()}")
             folder = default_folder()
             folder.mkdir(parents=True, exist_ok=True)
-        name = Path(spec.source.path).name
+        # many files (a glob, a list): no pattern characters in the file's name
+        name = "".join("_" if c in "*?[]:;" else c for c in Path(spec.source.path).name)
         stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}"
         path = folder / f"{name}.rejects-{stamp}.csv"
         n = 2

@@ -20,6 +20,7 @@ from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
 from core.history import Entry, strategy_used, target_of
 from core.job import LoadJob, LoadResult
+from core.many_files import EachFileJob, make_job
 from core.preview import committed
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.target_facts import TargetFacts, read_target_facts
@@ -46,6 +47,8 @@ def _load_summary(result: LoadResult, rate: str) -> str:
     """The summary of a load that finished; a resumed one says what this run added and what the table holds."""
     n = result.rows_rejected
     rejected = f" {_rows(n)} {'was' if n == 1 else 'were'} rejected: see {result.reject_file}." if n else ""
+    if result.files:  # many files: how many, and where each is counted
+        rejected += f" From {len(result.files)} files: each one's rows are counted in the log."
     if not result.resumed_from:
         return (f"Loaded {_rows(result.rows_loaded)} in {result.seconds:.2f} s ({rate}) with {result.strategy}."
                 + rejected)
@@ -66,7 +69,8 @@ class RunController(QObject):
         self.p = window.run_panel
         self.history = HistoryModel()  # the runs kept in the data directory, this window's and headless ones
         self.job: Job | None = None
-        self.engine: LoadJob | None = None  # the running load's engine: what auto picked, even if it then failed
+        # the running load's engine: what auto picked, even if it then failed (per-file: a job per file)
+        self.engine: LoadJob | EachFileJob | None = None
         self.spec: LoadSpec | None = None
         self.kind = "load"  # or "check"
         self.check_aborts = False  # the check runs with skip to list every bad row; the run would abort
@@ -101,7 +105,7 @@ class RunController(QObject):
         if w.after_mapping(lambda: self.start_run(resume=resume, restart=restart)):
             return
         spec = w.current_spec()
-        if resume and spec.commit is not CommitMode.PER_BATCH:
+        if resume and spec.commit not in (CommitMode.PER_BATCH, CommitMode.PER_FILE):
             spec.commit = CommitMode.PER_BATCH  # only per-batch runs leave something to resume
             w.commit_combo.setCurrentText(CommitMode.PER_BATCH.value)
         if not self._runnable(spec):
@@ -253,7 +257,7 @@ class RunController(QObject):
         verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
         self.p.log_line(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
-        job = Job(lambda on_progress, on_log, cancel: self._engine(LoadJob(
+        job = Job(lambda on_progress, on_log, cancel: self._engine(make_job(  # per-file: a job per file
             spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart,
             dry_run=dry_run)).run())
         self.job, self.spec = job, spec
@@ -266,7 +270,7 @@ class RunController(QObject):
         job.start()
         self.w.run_started.emit(job)
 
-    def _engine(self, engine: LoadJob) -> LoadJob:
+    def _engine(self, engine: LoadJob | EachFileJob) -> LoadJob | EachFileJob:
         """Keep the engine of the run (set on its worker before it runs; read here once it ended)."""
         self.engine = engine
         return engine
@@ -391,7 +395,8 @@ class RunController(QObject):
         error = self.job.signals.error if self.job is not None else None
         if isinstance(error, UnfinishedRun):
             # Not a failure of this run: ask what to do with the earlier one.
-            message = (f"{error.described}.\n\nResume continues it after the last committed batch; "
+            unit = "file" if spec.commit is CommitMode.PER_FILE else "batch"  # per-file: many files, one table
+            message = (f"{error.described}.\n\nResume continues it after the last committed {unit}; "
                        "Start over loads every row again (rows it committed stay in the table).")
             p.progress.setFormat("earlier run unfinished")
             p.summary.setText("An earlier run of this load is unfinished: Resume or Start over.")
@@ -403,6 +408,10 @@ class RunController(QObject):
         w.last_error = message
         p.show_failed("check failed" if self.kind == "check" else "failed")
         p.log_line("error: " + message)
+        if self._files_kept(error, "Failed", "failed", message):
+            w.run_failed.emit(message)
+            QMessageBox.warning(w, "Load failed", message)
+            return
         if spec.commit is CommitMode.PER_BATCH and not isinstance(error, ConfigError):
             p.set_resumable(True, restart=True)
 
@@ -424,6 +433,10 @@ class RunController(QObject):
         assert spec is not None
         p.progress.setFormat("cancelled")
         p.log_line("cancelled by the user")
+        error = self.job.signals.error if self.job is not None else None
+        if self._files_kept(error, "Stopped", "cancelled", "stopped by the user"):
+            self.w.run_cancelled.emit()
+            return
         if spec.commit is CommitMode.PER_BATCH:
             p.set_resumable(True, restart=True)
             self._end_after_commits("cancelled", "stopped by the user", self.w.run_cancelled.emit)
@@ -431,6 +444,20 @@ class RunController(QObject):
         p.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
         self._end_run("cancelled", self._stopped_read(), 0, 0, note="stopped by the user; rolled back")
         self.w.run_cancelled.emit()
+
+    def _files_kept(self, error: object, head: str, outcome: str, note: str) -> bool:
+        """Per-file commits over many files (core.many_files): the files committed before the one that
+        failed or was stopped stay in the table; Resume goes on from that file. False: not such a run."""
+        kept = getattr(error, "files_kept", None)
+        if kept is None:
+            return False
+        files, rows, name, why = kept
+        s = "" if files == 1 else "s"
+        self.p.summary.setText(f"{head} at {name} ({why}): {name} was rolled back; the {files:,} file{s} committed "
+                               f"before it stay in the table ({rows:,} rows). Resume goes on from {name}.")
+        self._end_run(outcome, self._stopped_read(), rows, 0, note=note)
+        self.p.set_resumable(files > 0, restart=True)
+        return True
 
     def _end_after_commits(self, outcome: str, note: str, then: Any) -> None:
         """Per-batch: what stays is what the checkpoint says was committed, read on a worker; then `then()`."""

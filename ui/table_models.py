@@ -248,21 +248,27 @@ class RejectsModel(QAbstractTableModel):
         self.rows: list[tuple[str, ...]] = []
         self.total = 0
         self.path: str | None = None
+        self.headers: tuple[str, ...] = self.HEADERS
 
     def load(self, path: str | None) -> None:
         import csv
         import itertools
 
         self.beginResetModel()
-        self.rows, self.total, self.path = [], 0, path
+        self.rows, self.total, self.path, self.headers = [], 0, path, self.HEADERS
         if path:
             try:
                 with open(path, newline="", encoding="utf-8") as f:
                     reader = csv.reader(f)
-                    next(reader, None)  # header
+                    head = next(reader, None) or []
+                    named = len(head) > 6 and head[6] == "file"  # many files into one table: the file first
+                    if named:
+                        self.headers = ("File", *self.HEADERS)
                     for rec in reader:
                         if len(self.rows) < self.LIMIT:
-                            self.rows.append(tuple(itertools.islice(itertools.chain(rec, [""] * 6), 6)))
+                            row = tuple(itertools.islice(itertools.chain(rec, [""] * 6), 6))
+                            self.rows.append(((rec[6].rsplit("/", 1)[-1] if len(rec) > 6 else ""), *row) if named
+                                             else row)
                         self.total += 1
             except OSError:
                 pass
@@ -272,10 +278,10 @@ class RejectsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.rows)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
+        return 0 if parent.isValid() else len(self.headers)
 
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
-        if not index.isValid() or index.row() >= len(self.rows) or index.column() >= len(self.HEADERS):
+        if not index.isValid() or index.row() >= len(self.rows) or index.column() >= len(self.headers):
             return None
         text = self.rows[index.row()][index.column()]
         if role == _DISPLAY:
@@ -285,8 +291,8 @@ class RejectsModel(QAbstractTableModel):
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
-        if role == _DISPLAY and orientation == Qt.Orientation.Horizontal and section < len(self.HEADERS):
-            return self.HEADERS[section]
+        if role == _DISPLAY and orientation == Qt.Orientation.Horizontal and section < len(self.headers):
+            return self.headers[section]
         return None
 
 

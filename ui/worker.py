@@ -43,6 +43,7 @@ class _Runnable(QRunnable):
             result = self.fn(s.progress.emit, s.log.emit, self.cancel)
         except Cancelled as exc:
             _let_go(exc)
+            s.error = exc  # a stop can say what stays (per-file commits: the files before it)
             s.cancelled.emit()
         except SluiceError as exc:
             _let_go(exc)

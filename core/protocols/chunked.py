@@ -227,7 +227,7 @@ class _Stream(threading.Thread):
             return self._copy(conn, plan.raw_copy, piece.data), "", 0
         frame = piece.frame
         assert frame is not None
-        fields = [bad_record_fields(b) for b in piece.bad]
+        fields = [bad_record_fields(b, plan.source) for b in piece.bad]
         loaded = 0
         if frame.height:
             stmt, data = self._encode(frame)

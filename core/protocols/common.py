@@ -92,10 +92,9 @@ def raw_copy_options(source: Source) -> dict[str, str]:
     """COPY's options for the source's own bytes. The reader hands COPY UTF-8 whatever the
     file's encoding: ENCODING says so, so the server converts to the database's encoding
     (or refuses what it cannot store)."""
-    own = getattr(source, "copy_options", None)
-    if own is not None:
-        return dict(own())
     d = source.dialect  # type: ignore[attr-defined]
+    if source.format == "pgtext":  # COPY's own text format: no quote (core.sources.pgtext)
+        return {"format": "text", "delimiter": d.delimiter, "null": d.null, "encoding": "UTF8"}
     return {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
 
 

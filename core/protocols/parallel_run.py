@@ -169,6 +169,8 @@ def _data_span(plan: Plan) -> tuple[int, int] | None:
     """(first data byte, file size) when streams can read the file's bytes themselves: UTF-8 as
     it is (COPY is told UTF8), LF or CRLF line ends, a one-byte quote. None: the reader's path."""
     d = getattr(plan.source, "dialect", None)
+    if not os.path.isfile(plan.source.path):  # many files read as one (core.sources.many): the reader's path
+        return None
     if d is None or d.encoding.lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig") \
             or d.newline != "\n" or len(d.quote.encode()) != 1 or len(d.delimiter.encode()) != 1:
         return None

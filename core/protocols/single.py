@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from core import janitor, warm_start
+from core import janitor, many_files, warm_start
 from core import mapping as mp
 from core.db import TableRef, insert_into
 from core.diagnose import server_reason
@@ -147,6 +147,8 @@ def run(
         if job.dry_run and not staged:
             strategy.rollback()  # a check: nothing stays
         else:
+            if not staged and private is None and not cls.multi_connection:
+                many_files.in_commit(job, strategy.conn)  # per-file commits: the file's mark in its own commit
             strategy.commit()  # a check commits only into the scratch stage, whose move is rolled back
         if staged and stage is not None:
             moving = True
@@ -293,6 +295,7 @@ def move(
         ctl.execute(job._move_sql(stage, ref, cols, mode))
         if job.dry_run:
             raise psycopg.Rollback()
+        many_files.in_commit(job, ctl)  # per-file commits: the file's mark in the move's commit
 
 def move_sql(
     job: LoadJob, stage: TableRef, ref: TableRef, cols: list[str], mode: LoadMode) -> sql.Composed:

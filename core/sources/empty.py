@@ -27,9 +27,7 @@ def is_empty(path: str) -> bool:
 
 
 class EmptySource(Source):
-    """No columns, no rows; `empty` tells the plan and the job (duck-typed, as sources are)."""
-
-    empty = True
+    """No columns, no rows: the plan maps nothing and the job loads nothing (core.empty_load)."""
 
     def __init__(self, options: SourceOptions, fmt: str) -> None:
         super().__init__(options)

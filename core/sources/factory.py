@@ -10,7 +10,11 @@ from core.spec import FORMATS, SourceOptions
 
 
 def open_source(options: SourceOptions) -> Source:
+    from core.sources.many import ManySource, is_many
     from core.sources.sniff import compressed, detect_format
+
+    if is_many(options.path):  # a folder, a glob or a list of files: one source (core.sources.many)
+        return ManySource(options)
 
     packed = compressed(options.path)
     if packed is not None:

@@ -89,10 +89,6 @@ class PgTextSource(Source):
     def quote(self) -> str:
         return ""
 
-    def copy_options(self) -> dict[str, str]:
-        """COPY's options for the file's own bytes (core.protocols.common.raw_copy_options)."""
-        return {"format": "text", "delimiter": self.dialect.delimiter, "null": self.dialect.null, "encoding": "UTF8"}
-
     # -- bytes --------------------------------------------------------------------------
 
     def _utf8_blocks(self, d: CsvDialect, block: int) -> Iterator[bytes]:

@@ -21,6 +21,9 @@ from ui.elided_label import ElidedLabel
 from ui.table_models import PreviewModel
 
 FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow", "pgtext"]
+MANY_TIP = ("A file; or many files with the same columns into one table: pick several in Open…, open a folder, "
+            "or type a pattern such as /data/exports/*.csv and press Enter. Commit single loads them all in "
+            "one transaction, per-file commits each file on its own")
 NULL_TIP = "Text that means NULL, e.g. NA or \\N (empty: an empty unquoted field is NULL, \"\" is empty text)"
 
 
@@ -32,7 +35,9 @@ class SourcePanel(QGroupBox):
         lay = QVBoxLayout(self)
         row = QHBoxLayout()
         self.path_edit = QLineEdit()
-        self.path_edit.setPlaceholderText("Open a CSV, Parquet, JSON, Excel or SQL file (or drop it here)")
+        self.path_edit.setPlaceholderText("Open or drop a CSV, Parquet, JSON, Excel or SQL file (or several, or a "
+                                          "folder), or type a pattern: exports/*.csv")
+        self.path_edit.setToolTip(MANY_TIP)
         self.open_btn = QPushButton("Open…")
         row.addWidget(self.path_edit)
         row.addWidget(self.open_btn)
@@ -131,7 +136,13 @@ class SourcePanel(QGroupBox):
             first, first_rows = info.script_tables[0]
             what = (f"{len(info.script_tables)} tables, {info.rows_text()}; preview of the first, {first} "
                     f"({len(info.columns)} columns, {first_rows:,} rows)")
+        if info.files:  # many files, one table: how many, which, read as one
+            names = [f.rsplit("/", 1)[-1] for f in info.files]
+            shown = ", ".join(names) if len(names) <= 2 else f"{names[0]} … {names[-1]}"
+            what = f"{len(names)} files ({shown}) into one table, {info.rows_text()}, {len(info.columns)} columns"
         self.source_status.setText(f"{o.format}: {what}{bad}" + (f"; {note}" if note else ""))
+        if info.files:
+            self.source_status.setToolTip(self.source_status.text() + "\n\n" + "\n".join(info.files))
         self.null_edit.setToolTip(f"{NULL_TIP}\nSniffed: {note}" if note else NULL_TIP)
         self.show_script_tables(info.script_tables, o.script_table)
 

@@ -105,6 +105,10 @@ class StrategyPanel(QGroupBox):
         form.addRow(row)
         self.commit_combo = QComboBox()
         self.commit_combo.addItems([m.value for m in CommitMode])
+        self.commit_combo.setToolTip(
+            "single: all or nothing, in one transaction (all the files, when there are several)\n"
+            "per-batch: each batch commits with a checkpoint; Resume goes on where it stopped\n"
+            "per-file: several files, each committed on its own; a bad file rolls back alone")
         self.policy_combo = QComboBox()
         self.policy_combo.addItems([m.value for m in ErrorPolicy])
         row2 = QHBoxLayout()
