@@ -245,3 +245,22 @@ def test_header_only_when_the_sample_proves_it(tmp_path: Path, body: bytes, head
     path.write_bytes(body)
     source = open_source(SourceOptions(str(path), format="pgtext"))
     assert source.dialect.header is header  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("strategy", ["copy-csv", "copy-binary"])
+def test_a_folder_of_exports_loads_as_one(strategy: str, dsn: str, conn: psycopg.Connection[Any],
+                                          table_name: Callable[[str], str], exported: tuple[str, Path],
+                                          tmp_path: Path) -> None:
+    """Monthly psql exports in a folder (with an empty month): one table, raw or parsed."""
+    src, path = exported
+    folder = tmp_path / "months"
+    folder.mkdir()
+    lines = path.read_bytes().splitlines(keepends=True)
+    for i, start in enumerate(range(0, len(lines), 120)):
+        (folder / f"m{i}.txt").write_bytes(b"".join(lines[start:start + 120]))
+    (folder / "m9.txt").write_bytes(b"")
+    dst = table_name("pgmany")
+    conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(sql.Identifier(dst), sql.Identifier(src)))
+    job, result = _load(dsn, folder, dst, strategy)
+    assert job.spec.source.format == "pgtext" and result.rows_loaded == 300
+    assert sorted(_copy_out(conn, dst).splitlines()) == sorted(path.read_bytes().splitlines())
