@@ -31,7 +31,7 @@ import psycopg
 from psycopg import sql
 
 from core import checkpoint as ck
-from core import explain, janitor, many_files, stages
+from core import empty_load, explain, janitor, many_files, stages
 from core import mapping as mp
 from core.auto import AUTO, Choice, choose
 from core.batch_size import source_row_width
@@ -59,6 +59,7 @@ from core.protocols.common import (  # noqa: F401 - re-exported: callers import 
 )
 from core.rejects import RejectWriter
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
+from core.sources.empty import EmptySource
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy, all_strategies, get_strategy
 
@@ -70,11 +71,13 @@ class Foresight:
     strategy: str
     batch_rows: int
     workers: int
-    protocol: str  # single, staged, two-phase, create-then-rename, per-batch
+    protocol: str  # single, staged, two-phase, create-then-rename, per-batch; none: nothing to send
     reason: str
     auto: bool  # the strategy is auto's pick
 
     def describe(self) -> str:
+        if self.protocol == "none":
+            return self.reason  # nothing to send (an empty file): only what will be done instead
         picked = "auto will pick" if self.auto else "will run"
         workers = f", {self.workers} workers" if self.workers > 1 else ""
         head = f"{picked} {self.strategy} (batches of {self.batch_rows:,} rows{workers}; commit: {self.protocol})"
@@ -159,7 +162,11 @@ class LoadJob:
         """What a run would do, said before it starts: the strategy (auto's pick), batch size,
         workers and transaction protocol, and why. Reads the source and the catalog; writes nothing."""
         with connect(resolve_dsn(self.spec.dsn), autocommit=True) as ctl:
-            _plan, cls = self._settle(ctl)
+            try:
+                _plan, cls = self._settle(ctl)
+            except empty_load.EmptyFile as empty:
+                return Foresight(self.spec.strategy, self.spec.rows_per_batch, 1, "none",
+                                 empty_load.note(self, empty.plan), auto=False)
         if self.protocol is not None:
             protocol = str(self.protocol.protocol.value)
         elif self.spec.commit is CommitMode.PER_BATCH:
@@ -175,6 +182,8 @@ class LoadJob:
         spec = self.spec
         cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
         plan = plan_load(spec, ctl)
+        if isinstance(plan.source, EmptySource):
+            raise empty_load.EmptyFile(plan)
         many_files.settled(self, plan)  # many files: said before the run; their counts kept for the result
         spec = self.spec
         if cls is None:
@@ -204,7 +213,10 @@ class LoadJob:
         self._emit(Phase.CONNECTING, force=True)
         dsn = resolve_dsn(self.spec.dsn)
         with connect(dsn, autocommit=True) as ctl:
-            plan, cls = self._settle(ctl)
+            try:
+                plan, cls = self._settle(ctl)
+            except empty_load.EmptyFile as empty:
+                return empty_load.load_nothing(self, ctl, empty.plan)
             spec = self.spec
             source = plan.source
             self.bytes_total = source.size

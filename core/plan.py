@@ -12,6 +12,7 @@ from core import relative_dates
 from core.db import TableRef, table_columns
 from core.script_mapping import positional_maps
 from core.sources.base import Source
+from core.sources.empty import EmptySource
 from core.sources.factory import open_source
 from core.spec import ColumnMap, LoadSpec
 
@@ -33,6 +34,8 @@ def plan_load(spec: LoadSpec, conn: psycopg.Connection[Any] | None = None) -> Pl
     source = open_source(spec.source)
     ref = TableRef(spec.target.table, spec.target.schema)
     existing = table_columns(conn, ref) if conn is not None else None
+    if isinstance(source, EmptySource):  # nothing to map (core.empty_load)
+        return Plan(source, ref, [], existing is not None, {c.name: c.type for c in existing or []})
     # A script's INSERTs that name no columns fill the table's in order, generated ones included.
     everything = (table_columns(conn, ref, generated=True) or []
                   if conn is not None and existing and source.format == "sql" else [])

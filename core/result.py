@@ -24,6 +24,7 @@ class LoadResult:
     table_rows: tuple[tuple[str, int], ...] = ()  # ... and the rows this load put into each
     columns_not_loaded: tuple[str, ...] = ()  # the file's columns that no target column takes
     loaded_before: int = 0  # of rows_loaded, those an earlier per-batch run had committed
+    note: str = ""  # said once about the whole load (an empty file: what was done instead)
     # Many files into one table: each file's {file, rows_read, rows_loaded, rows_rejected} (core.sources.many)
     files: tuple[dict[str, Any], ...] = ()
 

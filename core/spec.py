@@ -24,7 +24,7 @@ class ErrorPolicy(StrEnum):
     SKIP = "skip"
 
 
-FORMATS = ("csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow")
+FORMATS = ("csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow", "pgtext")
 
 
 @dataclass

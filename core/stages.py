@@ -18,6 +18,7 @@ from core import mapping as mp
 from core.diagnose import server_reason
 from core.errors import LoadFailed, SourceError
 from core.events import Phase
+from core.first_bad import in_file_order
 from core.plan import Plan
 from core.protocols.common import _ParseInstead, count_records
 from core.rejects import Reject, isolate
@@ -217,7 +218,7 @@ def stream_batches(
     # writes release the GIL, so each stage takes a core when the server leaves one).
     with ahead or Prefetch(plan.source.load_batches(job.spec.rows_per_batch)) as parsed, \
             Prefetch(encode(iter(parsed)), name="sluice-encoder") as batches:
-        for batch, mapped, prepared in batches:
+        for batch, mapped, prepared in in_file_order(batches, strategy):
             job.cancel.check()
             plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself
             send_prepared(job, strategy, batch, mapped, prepared)
@@ -243,7 +244,7 @@ def stream_raw(
 def send_raw(
     job: LoadJob, strategy: Strategy, plan: Plan, chunks: Iterable[RawChunk]) -> None:
     write_raw = strategy.write_raw  # type: ignore[attr-defined]
-    for chunk in chunks:
+    for chunk in in_file_order(chunks, strategy, reparse=True):
         job.cancel.check()
         plan.source.check_unchanged()
         if chunk.odd:

@@ -82,6 +82,22 @@ def source_is_csv(source: Source) -> bool:
             and not getattr(source, "empty_null_columns", None))
 
 
+def source_takes_raw(source: Source) -> bool:
+    """A file whose own bytes one COPY reads as Sluice does: a CSV (source_is_csv), or
+    PostgreSQL's text format (COPY's FORMAT text; not split into byte ranges for several streams)."""
+    return source_is_csv(source) or (source.format == "pgtext" and hasattr(source, "raw_chunks"))
+
+
+def raw_copy_options(source: Source) -> dict[str, str]:
+    """COPY's options for the source's own bytes. The reader hands COPY UTF-8 whatever the
+    file's encoding: ENCODING says so, so the server converts to the database's encoding
+    (or refuses what it cannot store)."""
+    d = source.dialect  # type: ignore[attr-defined]
+    if source.format == "pgtext":  # COPY's own text format: no quote (core.sources.pgtext)
+        return {"format": "text", "delimiter": d.delimiter, "null": d.null, "encoding": "UTF8"}
+    return {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
+
+
 def _row_values(source: Source, row: int, maps: list[ColumnMap]) -> list[Any] | None:
     try:
         for batch in source.batches(1, skip_rows=row):

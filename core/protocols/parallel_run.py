@@ -13,8 +13,9 @@ from psycopg import sql
 from core import checkpoint as ck
 from core import mapping as mp
 from core.db import connect
-from core.errors import Cancelled, ConfigError, LoadFailed
+from core.errors import Cancelled, ConfigError, LoadFailed, SourceError
 from core.events import Phase
+from core.first_bad import as_bad_record
 from core.protocols import common
 from core.protocols.byte_ranges import Ranges, Reparse, byte_pieces, raw_pieces, read_records
 from core.protocols.chunked import ChunkFailed, ChunkStreams, StreamPlan, frame_of, parsed_pieces, progress
@@ -109,6 +110,8 @@ def run_per_batch(
         except Cancelled:
             job._emit(Phase.CANCELLED, force=True)
             raise
+        except SourceError as exc:
+            raise (as_bad_record(exc) if exc.line is not None else exc) from None  # the data, not the arguments
         except ChunkFailed as cf:
             job.rows_loaded = base[1] + streams.loaded  # committed: the chunks that went through stay
             raise _explain(job, plan, proto, cf) from None

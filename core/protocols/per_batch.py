@@ -21,6 +21,7 @@ from core.errors import (
     ResumableStop,
 )
 from core.events import Phase
+from core.first_bad import in_file_order
 from core.plan import Plan
 from core.protocols.common import (
     _connection_lost,
@@ -145,8 +146,9 @@ def commit_batches(
     conn = strategy.conn
     assert conn is not None
     ref, rejects = plan.target, job._rejects
-    for batch in plan.source.load_batches(job.spec.rows_per_batch, skip_rows=job.rows_read,
-                                          with_bad=rejects is not None):
+    batches = plan.source.load_batches(job.spec.rows_per_batch, skip_rows=job.rows_read,
+                                       with_bad=rejects is not None)
+    for batch in in_file_order(batches, strategy):
         job.cancel.check()
         plan.source.check_unchanged()
         mapped = mp.apply(batch.frame, plan.maps)

@@ -29,8 +29,9 @@ from core.protocols.common import (
     _is_format_error,
     _ParseInstead,
     _user_ddl,
+    raw_copy_options,
     raw_text_columns,
-    source_is_csv,
+    source_takes_raw,
 )
 from core.rejects import RejectWriter
 from core.result import LoadResult
@@ -54,7 +55,7 @@ def run(
     # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
     bytes_fit = (
         spec.on_error is ErrorPolicy.ABORT
-        and source_is_csv(plan.source)
+        and source_takes_raw(plan.source)
         and mp.is_identity(plan.maps, plan.source.columns())
         and not job._no_raw
     )
@@ -106,10 +107,7 @@ def run(
             warm=warm,
         )
         if raw or warm:
-            d = plan.source.dialect  # type: ignore[attr-defined]
-            # The reader hands COPY UTF-8 whatever the file's encoding: say so, so the
-            # server converts to the database's encoding (or refuses what it cannot store).
-            ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
+            ctx.copy_options = raw_copy_options(plan.source)
             ctx.force_not_null = raw_text_columns(plan)
         if cls.chunk_commits and spec.on_error is ErrorPolicy.SKIP:
             from core.protocols.parallel_run import SkipStreams

@@ -67,7 +67,11 @@ class _Worker(threading.Thread):
                             if isinstance(item, _Span):
                                 for part in self._read(item):
                                     # Counted here, apart from the server's count: a lost part must fail the load.
-                                    self.records += count_records(bytes(part), self.owner.quote)
+                                    data = bytes(part)
+                                    records = count_records(data, self.owner.quote)
+                                    self.records += records
+                                    if data.count(b"\n") > records or b"\x00" in data:
+                                        self.owner.refuse_odd(data)
                                     cp.write(part)
                                     self.bytes_sent += len(part)
                             else:
@@ -213,6 +217,20 @@ class ParallelCopy(Strategy):
 
     path = ""  # feed_raw: the file the workers read
     quote = b'"'  # feed_raw: the file's quote, for counting its records
+    delimiter = b","  # feed_raw: the file's delimiter and columns, for refuse_odd
+    width = 0
+
+    def refuse_odd(self, data: bytes) -> None:
+        """A slice with a NUL byte, or a quoted field that swallowed whole records
+        (core.sources.csv_swallowed), goes no further as bytes: the parser names its line."""
+        from core.protocols.common import _ParseInstead
+        from core.sources import csv_swallowed
+
+        if b"\x00" in data:
+            raise _ParseInstead("a NUL byte")
+        found = csv_swallowed.first_found(data, self.delimiter, self.quote, self.width, 1)
+        if found is not None:
+            raise _ParseInstead("a quoted field holds whole records (a quote that never closes?)")
 
     def feed_raw(self, job: LoadJob, plan: Plan) -> None:
         """The file's own bytes with no reader in between: each worker reads whole-record byte
@@ -229,6 +247,8 @@ class ParallelCopy(Strategy):
             return
         self.path = str(plan.source.path)
         self.quote = plan.source.dialect.quote.encode()  # type: ignore[attr-defined]
+        self.delimiter = plan.source.dialect.delimiter.encode()  # type: ignore[attr-defined]
+        self.width = len(plan.source.columns())
         def progress() -> None:
             # What the streams read and sent so far; at the end the job checks it against what
             # the server took.

@@ -20,7 +20,7 @@ from core.spec import SourceOptions
 from ui.elided_label import ElidedLabel
 from ui.table_models import PreviewModel
 
-FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow"]
+FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow", "pgtext"]
 MANY_TIP = ("A file; or many files with the same columns into one table: pick several in Open…, open a folder, "
             "or type a pattern such as /data/exports/*.csv and press Enter. Commit single loads them all in "
             "one transaction, per-file commits each file on its own")
@@ -136,6 +136,8 @@ class SourcePanel(QGroupBox):
         note = info.null_note()
         bad = f" and {len(info.bad)} malformed record{'s' if len(info.bad) != 1 else ''} (marked ⚠)" if info.bad else ""
         what = f"{len(info.columns)} columns, {info.rows_text()}; showing {info.sample.height} rows"
+        if not info.columns and info.rows_exact and not info.rows:
+            what = "the file is empty (a load of it loads 0 rows)"
         if len(info.script_tables) > 1 and o.script_table is None:
             # All of a script's tables: the preview is the first one's, not the whole load.
             first, first_rows = info.script_tables[0]
