@@ -65,7 +65,8 @@ def reject_fields(
 
 
 def bad_record_fields(bad: BadRecord) -> tuple[Any, ...]:
-    return (bad.line or "", bad.row + 1, "", "", bad.reason, bad.record)
+    value = "" if bad.value is None else bad.value
+    return (bad.line or "", bad.row + 1, bad.column or "", value, bad.reason, bad.record)
 
 
 class RejectWriter:

@@ -22,6 +22,8 @@ class BadRecord:
     line: int | None  # 1-based line where the record starts
     record: str  # the record's text as found (invalid bytes backslash-escaped)
     reason: str
+    column: str | None = None  # the column whose value is at fault, when one is (a value format's miss)
+    value: str | None = None
 
 
 @dataclass(frozen=True)
