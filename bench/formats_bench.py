@@ -1,0 +1,90 @@
+"""What value formats cost: the 1M mixed rows as written (ISO, plain numbers) and with 1, 2 and 3
+columns as a spreadsheet writes them (`DD.MM.YYYY`, `MM/DD/YYYY hh:MM:SS AM/PM`, `1.234,56`).
+
+    python -m bench.formats_bench [--rows N] [--repeat K] [--dsn DSN] [--base DIR]
+
+Whole `python -m app load` commands into an existing table, interleaved in rounds with psql
+\\copy of the plain file. `--base DIR` also times another checkout (e.g. main, extracted with
+`git archive`) on the plain file: files without such columns must keep their speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from bench.run_bench import DATA, LOCAL_DSN, ROOT, generate, psql_cmd, reset, timed
+
+# The spreadsheet spelling of each converted column, added one at a time.
+SPELLED = (
+    ("day", "DD.MM.YYYY", pl.col("day").dt.strftime("%d.%m.%Y")),
+    ("ts", "MM/DD/YYYY hh:MM:SS AM/PM", pl.col("ts").str.to_datetime().dt.strftime("%m/%d/%Y %I:%M:%S %p")),
+    ("price", "1.234,56", pl.col("price").cast(pl.String).str.replace(".", ",", literal=True)),
+)
+
+
+def spelled(mixed: Path, n: int) -> Path:
+    """The mixed file with its first `n` SPELLED columns as a spreadsheet writes them (`;`-separated)."""
+    out = DATA / f"{mixed.stem}_formats{n}.csv"
+    if not out.exists():
+        frame = pl.read_csv(mixed, try_parse_dates=True, schema_overrides={"ts": pl.String})
+        frame = frame.with_columns(expr.alias(col) for col, _, expr in SPELLED[:n])
+        frame.write_csv(out, separator=";")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dsn", default=LOCAL_DSN)
+    ap.add_argument("--base", help="another checkout to time on the plain file (its root folder)")
+    a = ap.parse_args()
+    mixed = generate(a.rows)["mixed"]
+    table = "bench_formats"
+    load = [sys.executable, "-m", "app", "load"]
+    cases: list[tuple[str, list[str], Path]] = [
+        ("psql \\copy", psql_cmd(a.dsn, "-c", f"\\copy {table} from '{mixed}' csv header"), ROOT)]
+    if a.base:
+        cases.append(("base: plain", [*load, str(mixed), "--table", table, "--dsn", a.dsn], Path(a.base)))
+    cases.append(("plain", [*load, str(mixed), "--table", table, "--dsn", a.dsn], ROOT))
+    for n in (1, 2, 3):
+        given = [f"--column-format={col}={fmt}" for col, fmt, _ in SPELLED[:n]]
+        cases.append((f"{n} converted", [*load, str(spelled(mixed, n)), "--table", table, "--dsn", a.dsn, *given], ROOT))
+    times: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+    for _ in range(a.repeat):
+        for name, cmd, cwd in cases:
+            reset(a.dsn, table, "mixed")
+            times[name].append(timed_in(cmd, cwd))
+    plain = statistics.median(times["plain"])
+    print(f"{a.rows:,} mixed rows, {a.repeat} rounds, median (min-max) seconds; machine shared, figures indicative")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        extra = ""
+        if name.endswith("converted"):
+            n = int(name.split()[0])
+            extra = f"  +{(med - plain) / n:.2f} s per converted column ({(med - plain) / n / a.rows * 1e9:.0f} ns/value)"
+        print(f"{name:<14} {med:6.2f} ({min(ts):.2f}-{max(ts):.2f}){extra}")
+    return 0
+
+
+def timed_in(cmd: list[str], cwd: Path) -> float:
+    if cwd == ROOT:
+        return timed(cmd)
+    import os
+    import subprocess
+    import time
+
+    t = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(cwd)))
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:6])}... failed: {r.stderr.strip()[-400:]}")
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
