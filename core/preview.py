@@ -12,6 +12,7 @@ from psycopg import sql
 from core import mapping as mp
 from core.db import Column, TableRef, connect, list_schemas, list_tables, resolve_dsn, table_columns
 from core.pgtypes import value_converts
+from core.source_notes import report
 from core.sources.base import BadRecord, Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, SourceOptions
@@ -31,6 +32,8 @@ class SourceInfo:
     bad: list[BadRecord] = field(default_factory=list)  # malformed records among the sampled rows, by row
     rows: int = 0  # rows in the file: exact when `rows_exact`, else estimated from the sample's bytes per row
     rows_exact: bool = False
+    formats: list[str | None] = field(default_factory=list)  # per column: the value format inferred (or None)
+    null_counts: dict[str, int] = field(default_factory=dict)  # column -> times the marker stands there (sample)
 
     def rows_text(self) -> str:
         """'7 rows' or 'about 336,800 rows'."""
@@ -47,10 +50,27 @@ class SourceInfo:
         if o.null_columns is not None:
             kept = [c for c in self.columns if c not in set(o.null_columns)]
             if kept:
-                note += f"; kept as text in {', '.join(kept)}"
+                counts = [f"{c} ({self.null_counts[c]:,}×)" if self.null_counts.get(c) else c for c in kept]
+                note += (f"; kept as text in {', '.join(counts)} (free text there; "
+                         "'NULL in every column' reads it as NULL there too)")
         if o.empty_null_columns:
             note += f"; empty fields are NULL too in {', '.join(o.empty_null_columns)}"
         return note
+
+
+    def null_kept_note(self) -> str:
+        """Where a sniffed marker reads as NULL and where it stays text, and how to change that ('' if everywhere)."""
+        o = self.options
+        if not o.null or o.null_columns is None:
+            return ""
+        kept = [c for c in self.columns if c not in set(o.null_columns)]
+        if not kept:
+            return ""
+        counts = [f"{c} ({self.null_counts[c]:,}×)" if self.null_counts.get(c) else c for c in kept]
+        n = len(o.null_columns)
+        return (f"NULL marker {o.null!r}: read as NULL in {n} column{'s' if n != 1 else ''}; kept as text in "
+                f"{', '.join(counts)}, free text where it can be a value. NULL everywhere reads it as NULL "
+                "there too.")
 
 
 def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
@@ -71,7 +91,22 @@ def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
     tables = [(t.target.display(), t.rows) for t in getattr(source, "tables", [])]
     picked = [(t, n) for t, n in tables if opts.script_table in (t, t.split(".")[-1])]
     count, exact = _row_count(source, sample, len(bad), whole, picked or tables)
-    return SourceInfo(opts, source.columns(), sample, types, seen, tables, bad[:BAD_SHOWN], count, exact)
+    formats = _formats(source.columns(), sample, types, opts)
+    said = report(source) if opts.null else None
+    return SourceInfo(opts, source.columns(), sample, types, seen, tables, bad[:BAD_SHOWN], count, exact, formats,
+                      said.counts if said is not None else {})
+
+
+def _formats(columns: list[str], sample: pl.DataFrame, types: list[str], opts: SourceOptions) -> list[str | None]:
+    """Each column's value format, as a new table would take it (`types` follow the formats)."""
+    from core.column_formats import settle
+
+    if opts.format == "sql":
+        return [None] * len(columns)
+    maps = [ColumnMap(target=c, source=c, type=t) for c, t in zip(columns, types)]
+    settle(maps, sample, opts.column_formats, new_table=True, explicit=False)
+    types[:] = [m.type for m in maps]
+    return [m.format for m in maps]
 
 
 def _sample_with_bad(source: Source, rows: int) -> tuple[pl.DataFrame, list[BadRecord], bool]:
@@ -129,6 +164,12 @@ def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str
             notes.append("")
             continue
         values = mp.pg_text(sample[m.source]).drop_nulls()
+        if m.format:
+            note = _format_misses(values, m.format, sample.height)
+            if note:
+                notes.append(note)
+                continue
+            values = _formatted(values, m.format)
         counts = values.value_counts(sort=True)
         bad = [(str(v), int(n)) for v, n in counts.iter_rows() if not value_converts(str(v), m.type)]
         if not bad:
@@ -138,6 +179,27 @@ def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str
         shown = ", ".join(repr(v[:20]) for v, _ in bad[:3]) + (", …" if len(bad) > 3 else "")
         notes.append(f"{rows} of {sample.height} sample rows not {m.type}: {shown}")
     return notes
+
+
+def _formatted(values: pl.Series, name: str) -> pl.Series:
+    from core.value_formats import parse_format
+
+    return pl.DataFrame({"v": values}).select(parse_format(name).expr("v")).to_series()
+
+
+def _format_misses(values: pl.Series, name: str, height: int) -> str:
+    """'2 of 200 sample rows not DD.MM.YYYY: ...' for the values the format does not read ('' if none)."""
+    from core.errors import ConfigError
+
+    try:
+        converted = _formatted(values, name)
+    except ConfigError as exc:
+        return str(exc)
+    missed = values.filter(converted.is_null())
+    if not missed.len():
+        return ""
+    shown = ", ".join(repr(str(v)[:20]) for v in missed.unique(maintain_order=True).head(3).to_list())
+    return f"{missed.len()} of {height} sample rows not {name}: {shown}"
 
 
 def ddl_preview(ref: TableRef, maps: list[ColumnMap]) -> str:

@@ -23,6 +23,9 @@ class LoadResult:
     tables: tuple[str, ...] = ()  # a script that filled several tables: each one, in the file's order
     columns_not_loaded: tuple[str, ...] = ()  # the file's columns that no target column takes
     loaded_before: int = 0  # of rows_loaded, those an earlier per-batch run had committed
+    # The NULL marker in words (core.null_report): where it read as NULL and where it stayed text.
+    null_marker: dict[str, Any] | None = None
+    value_formats: dict[str, str] | None = None  # source column -> the value format its values were read with
 
     @property
     def rows_per_s(self) -> float:
