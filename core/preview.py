@@ -184,7 +184,7 @@ def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap]) -> list[str
 def _formatted(values: pl.Series, name: str) -> pl.Series:
     from core.value_formats import parse_format
 
-    return pl.DataFrame({"v": values}).select(parse_format(name).expr("v")).to_series()
+    return parse_format(name).apply(values)
 
 
 def _format_misses(values: pl.Series, name: str, height: int) -> str:

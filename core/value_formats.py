@@ -36,7 +36,7 @@ EXAMPLES = ("MM/DD/YYYY", "DD/MM/YYYY", "DD.MM.YYYY", "YYYY/MM/DD", "MM/DD/YYYY 
 
 @dataclass(frozen=True)
 class ValueFormat:
-    """One column's value format. `kind`: date, timestamp, time or number."""
+    """One column's value format. `kind`: date, timestamp, time or number; `pattern` matches a whole value."""
 
     name: str
     kind: str
@@ -49,26 +49,55 @@ class ValueFormat:
         """The format in words, for a bad row's reason."""
         return f"a {self.kind} written {self.name}" if self.kind != "number" else f"a number written like {self.name}"
 
-    def expr(self, column: str) -> pl.Expr:
-        """The column's values as PostgreSQL ISO text; null where a value does not fit (and for NULL)."""
-        text = pl.col(column).cast(pl.String).str.strip_chars(_SPACES)
-        g = text.str.extract_groups(self.pattern)
-        return (self._number(g) if self.kind == "number" else self._temporal(g)).alias(column)
+    def apply(self, values: pl.Series) -> pl.Series:
+        """The values as PostgreSQL ISO text; null where a value does not fit (and for NULL).
 
-    def _number(self, g: pl.Expr) -> pl.Expr:
-        digits = g.struct.field("i")
+        Each value is matched whole by the format's pattern (Rust's regex: linear time). Dates and
+        times are read by polars' strptime in the format's usual layout; only the values it leaves
+        (one-digit hours, no seconds, a fraction, a date without its time) take the slower way,
+        the pattern's groups put together column-wise.
+        """
+        text = values.cast(pl.String).str.strip_chars(_SPACES)
+        fits = text.str.contains(self.pattern).fill_null(value=False)
+        if self.kind == "number":
+            out = self._number(text)
+        else:
+            out = self._fast(text)
+            rest = fits & out.is_null()
+            if rest.any():
+                at = rest.arg_true()
+                out = out.scatter(at, self._slow(text.gather(at)))
+        return pl.select(pl.when(fits).then(out).otherwise(None)).to_series().alias(values.name)
+
+    def _number(self, text: pl.Series) -> pl.Series:
         if self.thousands:
             sep = "[" + _SPACES + "]" if self.thousands == " " else re.escape(self.thousands)
-            digits = digits.str.replace_all(sep, "")
-        frac = g.struct.field("f")
-        out = pl.concat_str([g.struct.field("s").fill_null(""), digits,
-                             pl.when(frac.is_not_null()).then(pl.lit(".") + frac).otherwise(pl.lit(""))])
-        return pl.when(digits.is_not_null()).then(out).otherwise(None)
+            text = text.str.replace_all(sep, "")
+        return text.str.replace(",", ".", literal=True) if self.decimal == "," else text
 
-    def _temporal(self, g: pl.Expr) -> pl.Expr:
-        def f(name: str) -> pl.Expr:
-            return g.struct.field(name)
+    def _layout(self) -> str:
+        """The format's usual layout for strptime (chrono): two-digit fields, seconds as named."""
+        clock = ("%I" if self.twelve_hour else "%H") + ":%M" + (":%S" if ":SS" in self.name else "") + (
+            " %p" if self.twelve_hour else "")
+        if self.kind == "time":
+            return clock
+        date = self.name.split(" ")[0].replace("YYYY", "%Y").replace("MM", "%m").replace("DD", "%d")
+        return date if self.kind == "date" else date + " " + clock
 
+    def _fast(self, text: pl.Series) -> pl.Series:
+        layout = self._layout()
+        if self.kind == "date":
+            return text.str.strptime(pl.Date, layout, strict=False).dt.strftime("%Y-%m-%d")
+        if self.kind == "time":
+            return text.str.strptime(pl.Time, layout, strict=False).dt.strftime("%H:%M:%S")
+        return text.str.strptime(pl.Datetime("us"), layout, strict=False).dt.strftime("%Y-%m-%d %H:%M:%S")
+
+    def _slow(self, text: pl.Series) -> pl.Series:
+        groups = pl.DataFrame({"v": text}).select(pl.col("v").str.extract_groups(self.pattern)).unnest("v")
+        return groups.select(self._temporal()).to_series()
+
+    def _temporal(self) -> pl.Expr:
+        f = pl.col
         parts: list[pl.Expr] = []
         ok = pl.lit(value=True)
         if self.kind != "time":
@@ -94,7 +123,7 @@ class ValueFormat:
             parts.append(clock)
         out = pl.concat_str(parts)
         anchor = f("y") if self.kind != "time" else f("H")
-        return pl.when(anchor.is_not_null() & ok).then(out).otherwise(None)
+        return pl.when(anchor.is_not_null() & ok).then(out).otherwise(None).alias("v")
 
 
 def _date_pattern(order: str, sep: str, time: str) -> str:
@@ -175,7 +204,7 @@ def convert(frame: pl.DataFrame, formats: dict[str, ValueFormat]) -> tuple[pl.Da
     if not formats or not frame.height:
         return frame, None
     names = [c for c in formats if c in frame.columns]
-    converted = frame.with_columns(formats[c].expr(c) for c in names)
+    converted = frame.with_columns(formats[c].apply(frame.get_column(c)) for c in names)
     misses = [pl.when(frame[c].is_not_null() & converted[c].is_null()).then(pl.lit(c)) for c in names]
     first = frame.select(pl.coalesce(misses).alias("_miss")).to_series() if misses else None
     if first is None or first.null_count() == frame.height:
@@ -220,7 +249,7 @@ def type_for(values: pl.Series, fmt: ValueFormat) -> str:
 
 
 def _converted(s: pl.Series, fmt: ValueFormat) -> pl.Series:
-    return pl.DataFrame({"v": s}).select(fmt.expr("v")).to_series()
+    return fmt.apply(s)
 
 
 def _all_fit(s: pl.Series, fmt: ValueFormat) -> bool:
