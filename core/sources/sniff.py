@@ -235,13 +235,19 @@ def sniff_null(
 _TYPED = re.compile(
     r"(?i)[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(nan|inf|infinity)|t|f|true|false|yes|no|y|n|on|off"
     r"|\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)?)?|\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+    # ...and as spreadsheets write them (core.value_formats): 03/15/2024 2:30 PM, 15.03.2024, 1.234,50
+    r"|\d{1,2}[/.-]\d{1,2}[/.-]\d{4}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?( ?[ap]m)?)?|\d{4}/\d{1,2}/\d{1,2}"
+    r"|\d{1,2}:\d{2}(:\d{2})? ?[ap]m|[+-]?\d{1,3}([,. '\u00a0]\d{3})+([.,]\d+)?|[+-]?\d+,\d+"
 )
 
 
 def _typed(value: str) -> bool:
     """A number, date, time or boolean; a code with leading zeros (02134) is text, as inference says."""
     v = value.strip()
-    return bool(_TYPED.fullmatch(v)) and not (len(v) > 1 and v[0] == "0" and v[1].isdigit())
+    return bool(_TYPED.fullmatch(v)) and not _CODE.fullmatch(v)
+
+
+_CODE = re.compile(r"[+-]?0\d+(\.\d*)?")
 
 
 @dataclass

@@ -184,3 +184,25 @@ def test_formats_are_saved_in_profiles(tmp_path: Path) -> None:
     back, _ = profile.load(path)
     assert back.source.column_formats == {"day": "DD.MM.YYYY", "amount": ""}
     assert back.columns is not None and [m.format for m in back.columns] == ["DD.MM.YYYY", None]
+
+
+@pytest.mark.parametrize("marker", ["NA", "NULL", "#N/A"])
+def test_a_marker_among_spreadsheet_dates_and_numbers_is_null_there(
+    marker: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """R or Excel's NA in a column of 15.03.2024 dates and 1.234,50 amounts: a NULL, and the column typed."""
+    rows = _rows(60, seed=9)
+    lines = ["id;day;amount;note"]
+    for i, day, _stamp, amount, _code in rows:
+        spelled = f"{amount:,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
+        lines.append(f"{i};{marker if i % 7 == 0 else f'{day:%d.%m.%Y}'};{marker if i % 5 == 0 else spelled};"
+                     f"{marker if i % 11 == 0 else f'n{i}'}")
+    path = tmp_path / "na.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = table_name("fmt")
+    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), dsn=dsn)).run()
+    assert _types(conn, table) == {"id": "integer", "day": "date", "amount": "numeric", "note": "text"}
+    got = conn.execute(sql.SQL("SELECT id, day, amount, note FROM {} ORDER BY id").format(
+        sql.Identifier(table))).fetchall()
+    assert got == [(i, None if i % 7 == 0 else d, None if i % 5 == 0 else a, marker if i % 11 == 0 else f"n{i}")
+                   for i, d, _s, a, _c in rows]
