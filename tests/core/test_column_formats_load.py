@@ -206,3 +206,31 @@ def test_a_marker_among_spreadsheet_dates_and_numbers_is_null_there(
         sql.Identifier(table))).fetchall()
     assert got == [(i, None if i % 7 == 0 else d, None if i % 5 == 0 else a, marker if i % 11 == 0 else f"n{i}")
                    for i, d, _s, a, _c in rows]
+
+
+@pytest.mark.parametrize("datestyle", ["German, DMY", "SQL, DMY", "SQL, MDY"])
+@pytest.mark.parametrize("mode", [LoadMode.CREATE, LoadMode.APPEND])
+def test_postgres_own_copy_in_another_datestyle_loads_back(
+    datestyle: str, mode: LoadMode, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """COPY TO under DateStyle German or SQL writes 15.03.2024 and 03/15/2024 14:26:22: read back exactly,
+    into a new table and into the table it came from (whose session speaks ISO)."""
+    src = table_name("src")
+    conn.execute(sql.SQL("CREATE TABLE {} AS SELECT i AS id, date '2024-01-01' + (i * 37 % 900) AS d, "
+                         "timestamp '2023-05-01' + i * interval '7 hours 13 minutes 11 seconds' AS ts "
+                         "FROM generate_series(1, 400) i").format(sql.Identifier(src)))
+    path = tmp_path / "pg.csv"
+    with psycopg.connect(dsn, autocommit=True) as other, other.cursor() as cur, path.open("wb") as f:
+        cur.execute(sql.SQL("SET datestyle = {}").format(sql.Literal(datestyle)))
+        with cur.copy(sql.SQL("COPY {} TO STDOUT (FORMAT csv, HEADER)").format(sql.Identifier(src))) as copy:
+            for data in copy:
+                f.write(data)
+    back = table_name("back")
+    if mode is LoadMode.APPEND:
+        conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(sql.Identifier(back), sql.Identifier(src)))
+    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(back, mode=mode), dsn=dsn)).run()
+    assert _types(conn, back) == {"id": "integer", "d": "date", "ts": "timestamp without time zone"}
+    q = "SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {}) x"
+    for a, b in ((src, back), (back, src)):
+        assert conn.execute(sql.SQL(q).format(sql.Identifier(a), sql.Identifier(b))).fetchone() == (0,)
