@@ -10,14 +10,18 @@ of them, and `col=` (or `col=text`) clears one.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from core.errors import ConfigError, SourceError
 from core.sources.base import Source
 from core.spec import ColumnMap
-from core.value_formats import ValueFormat, infer, parse_format, type_for
+
+if TYPE_CHECKING:
+    from core.value_formats import ValueFormat
 
 _CLEARED = ("", "none", "text")
 _KIND_TYPE = {"date": "date", "timestamp": "timestamp", "time": "time", "number": "numeric"}
@@ -62,6 +66,8 @@ def settle(
 
 
 def _give(m: ColumnMap, text: str, values: pl.Series | None, new_table: bool) -> None:
+    from core.value_formats import parse_format
+
     if text.strip().lower() in _CLEARED:
         if m.format and new_table and values is not None:
             from core.mapping import suggested_type
@@ -76,6 +82,8 @@ def _give(m: ColumnMap, text: str, values: pl.Series | None, new_table: bool) ->
 
 
 def _infer(m: ColumnMap, values: pl.Series, new_table: bool) -> None:
+    from core.value_formats import infer
+
     if not new_table and not typed_target(m.type):
         return  # a text column takes the values as written
     fmt = infer(values)
@@ -88,6 +96,8 @@ def _infer(m: ColumnMap, values: pl.Series, new_table: bool) -> None:
 
 def _type(values: pl.Series | None, fmt: ValueFormat) -> str:
     """A new table's column type for formatted values: what they convert to, else the format's own."""
+    from core.value_formats import type_for
+
     if values is not None and values.drop_nulls().len():
         found = type_for(values, fmt)
         if found != "text":
@@ -104,12 +114,10 @@ def _check_names(maps: Sequence[ColumnMap], overrides: dict[str, str]) -> None:
                           f"(its columns: {names})")
 
 
-def existing_sample(source: Source, maps: Sequence[ColumnMap], rows: int = SAMPLE_ROWS) -> pl.DataFrame | None:
+def existing_sample(source: Source, maps: Sequence[ColumnMap], rows: int = 200) -> pl.DataFrame | None:
     """The first rows of the columns an existing table types (dates, numbers) that the file does
     not spell as PostgreSQL reads them; None when there is none (then polars is not even loaded:
     a CSV's first records are read with Python's csv module, the raw path never needs more)."""
-    from core.pgtypes import value_converts
-
     typed = [m for m in maps if m.include and m.source is not None and typed_target(m.type)]
     if not typed:
         return None
@@ -119,11 +127,21 @@ def existing_sample(source: Source, maps: Sequence[ColumnMap], rows: int = SAMPL
             return source.sample(rows)
         except SourceError:
             return None
-    odd = sorted({m.source for m in typed if m.source in texts
-                  and not all(value_converts(v, m.type) for v in texts[m.source] if v)})
+    odd = sorted({m.source for m in typed if m.source in texts and not _as_postgres_reads(texts[m.source], m.type)})
     if not odd:
         return None
     return pl.DataFrame({c: pl.Series(c, texts[c], dtype=pl.String) for c in odd})
+
+
+def _as_postgres_reads(values: list[str | None], pg_type: str) -> bool:
+    """Whether every value is in the form PostgreSQL's input reads for this type (ISO dates, plain
+    numbers): then no format is asked for. One compiled pattern per column, not per value."""
+    from core.pgtypes import _DATE, _DEC, _SPECIAL_FLOAT, _TIME, _TS, _TSTZ
+
+    kind = next(k for k in _FEEDS if feeds(k, pg_type))
+    patterns = [re.compile(p) for p in {"number": (_DEC, _SPECIAL_FLOAT), "time": (_TIME,)}.get(
+        kind, (_DATE, _TS, _TSTZ))]
+    return all(any(p.match(v.strip()) for p in patterns) for v in values if v)
 
 
 def _first_values(source: Source, rows: int) -> dict[str, list[str | None]] | None:
@@ -158,6 +176,8 @@ def _first_values(source: Source, rows: int) -> dict[str, list[str | None]] | No
 
 def parse_pairs(items: Sequence[str]) -> dict[str, str]:
     """`col=FORMAT` pairs from the command line (each format checked now)."""
+    from core.value_formats import parse_format
+
     out: dict[str, str] = {}
     for item in items:
         column, eq, text = item.partition("=")

@@ -53,7 +53,6 @@ def _formats(spec: LoadSpec, source: Source, maps: list[ColumnMap], sample: pl.D
              new_table: bool) -> tuple[list[ColumnMap], Source]:
     """Value formats settled on the mapping (core.column_formats), and the source that applies them."""
     from core import column_formats as cf
-    from core.sources.formatted import with_formats
 
     if source.format == "sql":
         return maps, source
@@ -61,4 +60,8 @@ def _formats(spec: LoadSpec, source: Source, maps: list[ColumnMap], sample: pl.D
     if sample is None and not explicit and not new_table and any(cf.typed_target(m.type) for m in mp.included(maps)):
         sample = cf.existing_sample(source, maps)  # an existing table's dates and numbers, as the file spells them
     maps = cf.settle(maps, sample, spec.source.column_formats, new_table=new_table, explicit=explicit)
+    if not any(m.format for m in mp.included(maps)):
+        return maps, source
+    from core.sources.formatted import with_formats
+
     return maps, with_formats(source, maps)
