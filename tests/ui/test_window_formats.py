@@ -45,6 +45,10 @@ def test_formats_are_shown_changed_cleared_and_loaded(
     assert m.setData(m.index(amount, m.FORMAT), "")
     assert m.data(m.index(amount, m.TYPE)) == "text"
     assert not m.setData(m.index(day, m.FORMAT), "DD.MM.YY")
+    # A format the values do not fit is warned of in the mapping, before any run.
+    assert m.setData(m.index(day, m.FORMAT), "MM/DD/YYYY")
+    assert m.data(m.index(day, m.WARNING)) == "3 of 3 sample rows not MM/DD/YYYY: '15.03.2024', '01.12.2023', '29.02.2024'"
+    assert m.setData(m.index(day, m.FORMAT), "DD.MM.YYYY") and m.data(m.index(day, m.WARNING)) == ""
     assert "CREATE TABLE" in w.ddl_edit.toPlainText() and '"ambiguous" date' in w.ddl_edit.toPlainText()
     result = _run(qtbot, w)
     assert result.rows_loaded == 3
