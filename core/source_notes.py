@@ -47,7 +47,8 @@ class NullReport:
         out = [f"NULL marker {self.marker!r} ({how}): read as NULL in {named(self.applied) or 'no column'}{counted}"]
         if self.kept:
             out.append(f"NULL marker {self.marker!r} kept as text in {named(self.kept)}: columns of free text, where "
-                       f"it can be a value; --null {_shell(self.marker)} reads it as NULL in every column")
+                       f"it can be a value; --null {_shell(self.marker)} (the window: NULL everywhere) reads it "
+                       "as NULL in every column")
         return out
 
     def note(self) -> str:
@@ -127,5 +128,6 @@ def say_source(plan: Any, log: Any) -> Said:
     formats = {m.source: m.format for m in plan.maps if m.include and m.source is not None and m.format}
     if formats:
         shown = ", ".join(f"{c} {f}" for c, f in formats.items())
-        log(f"value formats: {shown} (--column-format COL=FORMAT changes one; COL= loads it as written)")
+        log(f"value formats: {shown} (change or clear one in the mapping's Format column, or with "
+            "--column-format COL=FORMAT; COL= loads it as written)")
     return Said(None if found is None else found.to_json(), formats or None)

@@ -54,7 +54,7 @@ def test_a_sniffed_marker_is_said_in_the_log_and_json(
     assert first <= 3  # among the log's first lines, before the load's own
     assert f"read as NULL in year, dep_time ({dep_na:,}×)" in lines[first]
     assert f"kept as text in tailnum ({tail_na:,}×), carrier" in lines[first + 1]
-    assert "--null NA reads it as NULL in every column" in lines[first + 1]
+    assert "--null NA (the window: NULL everywhere) reads it as NULL in every column" in lines[first + 1]
     stored = conn.execute(sql.SQL("SELECT count(*) FILTER (WHERE dep_time IS NULL), "
                                   "count(*) FILTER (WHERE tailnum = 'NA') FROM {}").format(
         sql.Identifier(table))).fetchone()
