@@ -31,6 +31,7 @@ class FormattedSource(Source):
         self.path = inner.path
         self.fingerprint = inner.fingerprint
         self.format = inner.format
+        self._lines = _RowLines(inner)
 
     def __getattr__(self, name: str) -> Any:
         if name in ("raw_chunks", "raw_then_batches") or name.startswith("__"):
@@ -88,11 +89,51 @@ class FormattedSource(Source):
         row = batch.first_row + i
         value = batch.frame[column][i]
         fmt = self.formats[column]
-        line, record = (batch.lines[i], None) if batch.lines is not None else self.inner.locate(row)
+        line, record = (batch.lines[i], None) if batch.lines is not None else self._lines.locate(row)
         if record is None:
             record = ",".join("" if v is None else str(v) for v in batch.frame.row(i))
         reason = f"column {column}: {str(value)!r} is not {fmt.expected()}"
         return BadRecord(row, line, record, reason, column, None if value is None else str(value))
+
+
+class _RowLines:
+    """(line, record text) of rows asked in increasing order, in one pass over a CSV file.
+
+    CsvSource.locate rescans the file from its start at each call: with the skip policy, a
+    column with a thousand values that do not fit would read a large file a thousand times.
+    Rows asked out of order (a new read of the file) start the pass again.
+    """
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self._records: Iterator[tuple[int, int, str]] | None = None
+        self._next = 0  # the row the pass yields next
+
+    def locate(self, row: int) -> tuple[int | None, str | None]:
+        if getattr(self.source, "raw_chunks", None) is None or getattr(self.source, "dialect", None) is None:
+            return self.source.locate(row)
+        if self._records is None or row < self._next:
+            self._records, self._next = self._pass(), 0
+        for index, line, text in self._records:
+            self._next = index + 1
+            if index == row:
+                return line, text
+        self._records = None
+        return self.source.locate(row)
+
+    def _pass(self) -> Iterator[tuple[int, int, str]]:
+        from core.sources.csv_records import record_text, split_records
+
+        first, _ = self.source.locate(0)  # the first data record's line: past the header
+        line = first or 1
+        dialect = self.source.dialect  # type: ignore[attr-defined]
+        q, d = dialect.quote.encode(), dialect.delimiter.encode()
+        index = 0
+        for chunk in self.source.raw_chunks(tolerant=True):  # type: ignore[attr-defined]
+            for start_line, start, end, _closed in split_records(chunk.data, q, line, d):
+                yield index, start_line, record_text(chunk.data[start:end])
+                index += 1
+            line += chunk.data.count(b"\n")
 
 
 def formats_of(maps: list[Any]) -> dict[str, ValueFormat]:

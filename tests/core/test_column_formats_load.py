@@ -234,3 +234,36 @@ def test_postgres_own_copy_in_another_datestyle_loads_back(
     q = "SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {}) x"
     for a, b in ((src, back), (back, src)):
         assert conn.execute(sql.SQL(q).format(sql.Identifier(a), sql.Identifier(b))).fetchone() == (0,)
+
+
+def test_many_misfits_are_named_by_line_in_one_pass(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Records spanning lines, a misfit in every 7th: each reject names its own line, and the file is
+    not rescanned from its start for each one (CsvSource.locate, asked at most once per pass)."""
+    from core.sources.csv_source import CsvSource
+
+    lines, expected, line = ["id;day;note"], [], 2
+    for i in range(3000):
+        note = '"two\nlines"' if i % 10 == 0 else "one"
+        day = "31.02.2024" if i % 7 == 3 else f"{i % 28 + 1:02d}.03.2024"
+        if i % 7 == 3:
+            expected.append((str(line), day))
+        lines.append(f"{i};{day};{note}")
+        line += 2 if i % 10 == 0 else 1
+    path = tmp_path / "many.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    calls = []
+    real = CsvSource.locate
+    monkeypatch.setattr(CsvSource, "locate", lambda self, row: calls.append(row) or real(self, row))
+    table = table_name("fmt")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, day date, note text)").format(sql.Identifier(table)))
+    rejects = tmp_path / "rejects.csv"
+    spec = LoadSpec(SourceOptions(str(path), column_formats={"day": "DD.MM.YYYY"}), TargetSpec(table),
+                    strategy="copy-csv", on_error=ErrorPolicy.SKIP, reject_file=str(rejects), dsn=dsn)
+    result = LoadJob(spec).run()
+    assert result.rows_rejected == len(expected) == 429
+    with open(rejects, newline="", encoding="utf-8") as f:
+        assert [(r["line"], r["value"]) for r in csv.DictReader(f)] == expected
+    assert len(calls) <= 2
