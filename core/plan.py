@@ -55,6 +55,11 @@ def _formats(spec: LoadSpec, source: Source, maps: list[ColumnMap], sample: pl.D
     from core import column_formats as cf
 
     if source.format == "sql":
+        if spec.source.column_formats:
+            from core.errors import ConfigError
+
+            raise ConfigError("--column-format is for files of text values (CSV, JSON, Excel...); a SQL script's "
+                              "literals are read as PostgreSQL reads them")
         return maps, source
     explicit = spec.columns is not None
     if sample is None and not explicit and not new_table and any(cf.typed_target(m.type) for m in mp.included(maps)):

@@ -118,3 +118,11 @@ def test_a_bad_column_format_is_a_usage_error(
     path.write_text("order_date\n03/04/2024\n", encoding="utf-8")
     assert main(["load", str(path), "--table", "never_made", "--dsn", dsn, "--column-format", arg]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_a_column_format_for_a_sql_script_is_refused(dsn: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.sql"
+    path.write_text("INSERT INTO t (a, d) VALUES (1, '15.03.2024');\n", encoding="utf-8")
+    assert main(["load", str(path), "--table", "never_made", "--dsn", dsn, "--column-format", "d=DD.MM.YYYY"]) == 2
+    assert "a SQL script's literals are read as PostgreSQL reads them" in capsys.readouterr().err
