@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 import psycopg
 
 from core import mapping as mp
@@ -14,6 +13,9 @@ from core.script_mapping import positional_maps
 from core.sources.base import Source
 from core.sources.factory import open_source
 from core.spec import ColumnMap, LoadSpec
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @dataclass

@@ -52,11 +52,10 @@ class SourceInfo:
             if kept:
                 counts = [f"{c} ({self.null_counts[c]:,}×)" if self.null_counts.get(c) else c for c in kept]
                 note += (f"; kept as text in {', '.join(counts)} (free text there; "
-                         "'NULL in every column' reads it as NULL there too)")
+                         "NULL everywhere reads it as NULL there too)")
         if o.empty_null_columns:
             note += f"; empty fields are NULL too in {', '.join(o.empty_null_columns)}"
         return note
-
 
     def null_kept_note(self) -> str:
         """Where a sniffed marker reads as NULL and where it stays text, and how to change that ('' if everywhere)."""
