@@ -86,7 +86,7 @@ def _infer(m: ColumnMap, values: pl.Series, new_table: bool) -> None:
 
     if not new_table and not typed_target(m.type):
         return  # a text column takes the values as written
-    fmt = infer(values)
+    fmt = infer(values, most=not new_table)  # an existing table's date is read as one anyway: misfits are bad rows
     if fmt is None or (not new_table and not feeds(fmt.kind, m.type)):
         return
     m.format = fmt.name

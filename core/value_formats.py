@@ -212,10 +212,14 @@ def convert(frame: pl.DataFrame, formats: dict[str, ValueFormat]) -> tuple[pl.Da
     return converted, first
 
 
-def infer(values: pl.Series) -> ValueFormat | None:
+def infer(values: pl.Series, *, most: bool = False) -> ValueFormat | None:
     """The one format every value of a text column fits and none other reads differently; None otherwise.
 
     Only columns today's rules leave as text are asked: ISO dates and plain numbers need none.
+    `most`: for a column that must be read as a date or a number anyway (an existing table's),
+    the values no format reads at all (31.02.2024, 12x) are left out, if they are fewer than
+    half: they become bad rows, where leaving the column to the server's DateStyle would read
+    01.02.2024 as January 2 and refuse 15.02.2024.
     """
     from core.pgtypes import infer_pg_type
 
@@ -224,8 +228,15 @@ def infer(values: pl.Series) -> ValueFormat | None:
         return None
     s = s.str.strip_chars(_SPACES)
     s = s.filter(s != "")
-    if s.len() == 0 or infer_pg_type(s) != "text":
+    if s.len() == 0 or (infer_pg_type(s) != "text" and not most):
         return None
+    if most:
+        readable = _readable(s)
+        if readable.sum() * 2 <= s.len():
+            return None
+        s = s.filter(readable)
+        if infer_pg_type(s) != "text":
+            return None
     found = _temporal_candidates(s) or _number_candidates(s)
     if not found:
         return None
@@ -250,6 +261,18 @@ def type_for(values: pl.Series, fmt: ValueFormat) -> str:
 
 def _converted(s: pl.Series, fmt: ValueFormat) -> pl.Series:
     return fmt.apply(s)
+
+
+def _readable(s: pl.Series) -> pl.Series:
+    """Per value: whether any format reads it (a timestamp format reads a date alone too)."""
+    formats = [date_format(order, sep, clock) for order in DATE_ORDERS for sep in DATE_SEPARATORS
+               for clock in ("24", "12")]
+    formats += [date_format("YMD", "-", "only24"), date_format("YMD", "-", "only12")]
+    formats += [number_format(t, d) for t, d in NUMBER_STYLES]
+    fits = pl.Series([False] * s.len())
+    for fmt in formats:
+        fits = fits | fmt.apply(s).is_not_null()
+    return fits
 
 
 def _all_fit(s: pl.Series, fmt: ValueFormat) -> bool:

@@ -267,3 +267,23 @@ def test_many_misfits_are_named_by_line_in_one_pass(
     with open(rejects, newline="", encoding="utf-8") as f:
         assert [(r["line"], r["value"]) for r in csv.DictReader(f)] == expected
     assert len(calls) <= 2
+
+
+def test_an_existing_date_column_is_read_day_first_despite_a_misfit(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """One 31.02 among DD.MM.YYYY dates: the column still takes the format (the misfit is a rejected row),
+    so 01.02.2023 is the first of February, not January 2 as the server's DateStyle MDY reads it."""
+    lines = ["id;datum"] + [f"{i};{'31.02.2023' if i == 4 else f'{i % 28 + 1:02d}.{i % 12 + 1:02d}.2023'}"
+                            for i in range(60)]
+    path = tmp_path / "eu.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = table_name("fmt")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, datum date)").format(sql.Identifier(table)))
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table), on_error=ErrorPolicy.SKIP,
+                    reject_file=str(tmp_path / "r.csv"), dsn=dsn)
+    result = LoadJob(spec).run()
+    assert (result.rows_loaded, result.rows_rejected) == (59, 1)
+    got = dict(conn.execute(sql.SQL("SELECT id, datum FROM {}").format(sql.Identifier(table))).fetchall())
+    assert got[0] == dt.date(2023, 1, 1) and got[1] == dt.date(2023, 2, 2) and got[13] == dt.date(2023, 2, 14)
+    assert "column datum: '31.02.2023' is not a date written DD.MM.YYYY" in (tmp_path / "r.csv").read_text()
