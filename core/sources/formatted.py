@@ -31,7 +31,8 @@ class FormattedSource(Source):
         self.path = inner.path
         self.fingerprint = inner.fingerprint
         self.format = inner.format
-        self._lines = _RowLines(inner)
+        self._lines = _RowLines(inner)  # the reader's (misfits), apart from the sender's (server rejects)
+        self._located = _RowLines(inner)
 
     def __getattr__(self, name: str) -> Any:
         if name in ("raw_chunks", "raw_then_batches") or name.startswith("__"):
@@ -45,7 +46,7 @@ class FormattedSource(Source):
         return self.inner.dtypes()
 
     def locate(self, row: int) -> tuple[int | None, str | None]:
-        return self.inner.locate(row)
+        return self._located.locate(row)
 
     def check_unchanged(self) -> None:
         self.inner.check_unchanged()
