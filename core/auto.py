@@ -91,6 +91,8 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
             why = "the server is on another machine"
         elif source.format not in ("csv", "tsv", "pgtext"):
             why = f"a {source.format} file is parsed anyway"
+        elif any(m.format for m in mp.included(plan.maps)):
+            why = "some columns are read with a value format (DD.MM.YYYY...), so the file's own bytes cannot go to COPY"
         elif not identity:
             why = "the mapping is not column for column, so the file's own bytes cannot go to COPY"
         else:

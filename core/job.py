@@ -59,6 +59,7 @@ from core.protocols.common import (  # noqa: F401 - re-exported: callers import 
 )
 from core.rejects import RejectWriter
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
+from core.source_notes import Said, say_source
 from core.sources.empty import EmptySource
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy, all_strategies, get_strategy
@@ -148,11 +149,17 @@ class LoadJob:
     chosen: Choice | None = None  # what `auto` picked, and why
 
     not_loaded: tuple[str, ...] = ()  # the file's columns no target column takes
+    said: Said | None = None  # the NULL marker and the value formats, as the log's first lines said them
+
+    def _say_source(self, plan: Plan) -> None:
+        self.said = say_source(plan, self.on_log)
 
     def run(self) -> LoadResult:
         result = many_files.report(self, self._run_job())  # many files: what each one gave
         if self.not_loaded:
             result = replace(result, columns_not_loaded=self.not_loaded)
+        if self.said is not None:
+            result = replace(result, null_marker=self.said.null_marker, value_formats=self.said.formats)
         reasons = [r for r in (self.chosen.reason if self.chosen else "", result.reason) if r]
         if self.chosen is not None:
             result = replace(result, chosen=self.chosen.to_json(), reason="; ".join(reasons))
@@ -222,6 +229,7 @@ class LoadJob:
             self.bytes_total = source.size
             size = f" (batches of {spec.rows_per_batch:,} rows)" if cls.batch_sized and not self.chosen else ""
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}{size}")
+            self._say_source(plan)
             for cleaned in janitor.sweep(ctl):
                 self.on_log(cleaned)
             if source.format == "sql":

@@ -189,6 +189,7 @@ class MainWindow(QMainWindow):
         s.path_edit.returnPressed.connect(self._on_path_entered)
         s.open_btn.clicked.connect(self._on_open_clicked)
         s.refresh_btn.clicked.connect(self._on_refresh_clicked)
+        s.null_everywhere_btn.clicked.connect(self._on_null_everywhere_clicked)
         s.script_table_combo.activated.connect(self._on_script_table_picked)
         self.mapping.dataChanged.connect(self._on_mapping_changed)
         self.mapping_panel.reset_btn.clicked.connect(self.reset_mapping)
@@ -302,6 +303,11 @@ class MainWindow(QMainWindow):
     def _on_refresh_clicked(self) -> None:
         if self.path_edit.text().strip():
             self._load_preview(self._source_options())
+
+    def _on_null_everywhere_clicked(self) -> None:
+        """The marker named by the user, not sniffed: it reads as NULL in every column."""
+        if self.path_edit.text().strip():
+            self._load_preview(self.source_panel.options(None))
 
     def _on_script_table_picked(self, _index: int) -> None:
         combo = self.script_table_combo

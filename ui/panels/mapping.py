@@ -10,7 +10,7 @@ from ui.mapping_delegate import MappingDelegate
 from ui.table_models import MappingModel
 
 MIN_WIDTH = 300  # source, target, type and include in view (with the frame and a scroll bar)
-HINT = "Edit target names and types (your edits are kept); untick a column to skip it."
+HINT = "Edit target names, types and formats (your edits are kept); untick a column to skip it."
 
 
 class MappingPanel(QGroupBox):
@@ -30,7 +30,7 @@ class MappingPanel(QGroupBox):
         header = view.horizontalHeader()
         # Fixed widths: a long sample or name must not push the target type and warning out of sight.
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for col, width in enumerate((80, 64, 80, 100, 50)):
+        for col, width in enumerate((80, 64, 80, 90, 84, 50)):
             header.resizeSection(col, width)
         header.setMinimumSectionSize(30)
         # What the user edits comes first on screen (source, target, type, include), the sample after:
