@@ -67,6 +67,9 @@ def _source_args(p: argparse.ArgumentParser, *, many: bool = False) -> None:
     p.add_argument("--null", help="text that means NULL (e.g. NA or \\N)")
     p.add_argument("--no-header", action="store_true")
     p.add_argument("--sheet", help="Excel sheet name")
+    p.add_argument("--column-format", action="append", default=[], metavar="COL=FORMAT",
+                   help="how a column writes its values, e.g. order_date=MM/DD/YYYY, amount=1.234,56 "
+                        "(repeat for more columns; COL= loads it as written)")
     p.add_argument("--table", help="target table, taken literally (for SQL scripts: overrides the script's table)")
     p.add_argument("--schema")
     p.add_argument(
@@ -149,6 +152,7 @@ def spec_from_args(a: argparse.Namespace) -> LoadSpec:
         null=a.null,
         sheet=a.sheet,
         script_table=getattr(a, "script_table", None),
+        column_formats=_column_formats(getattr(a, "column_format", None)),
     )
     table = a.table
     is_sql = (a.format or "") == "sql" or (not a.format and a.source.lower().endswith(".sql"))
@@ -221,6 +225,14 @@ def _one_script_table(src: SourceOptions) -> None:
             f"the script fills {len(source.selected)} tables ({names}): pick the one for --table with "
             "--script-table, or leave --table out to load each into its own table"
         )
+
+
+def _column_formats(items: list[str] | None) -> dict[str, str] | None:
+    if not items:
+        return None
+    from core.column_formats import parse_pairs
+
+    return parse_pairs(items)
 
 
 def _unescape(s: str | None) -> str | None:

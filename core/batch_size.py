@@ -26,7 +26,7 @@ def byte_sized(width: int, stages: int = 1) -> int:
 def source_row_width(path: str | Path, size: int, fmt: str) -> int:
     """Bytes per row of a text source (CSV, TSV, an SQL script); 0 for the others, whose bytes
     (Parquet's compressed pages, JSON's keys) say little about a row's size in memory."""
-    return row_width(path, size) if fmt in ("csv", "tsv", "sql") else 0
+    return row_width(path, size) if fmt in ("csv", "tsv", "sql", "pgtext") else 0
 
 
 def row_width(path: str | Path, size: int) -> int:

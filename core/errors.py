@@ -42,6 +42,13 @@ class SourceError(SluiceError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class BadRecordError(SourceError):
+    """A malformed record (ragged, undecodable, a quote that never closes) stopped the load: the
+    data is at fault, not the arguments, so the exit status is 1 (core.first_bad)."""
+
+    exit_code = 1
+
+
 class RefusedValue(SourceError):
     """A value the client refuses before sending it (a relative date word, core.relative_dates)
     under the `abort` policy: a bad row (exit status 1), not an unreadable file."""

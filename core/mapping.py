@@ -167,7 +167,8 @@ def is_identity(maps: Sequence[ColumnMap], source_columns: Sequence[str]) -> boo
     Then COPY can take the file's own bytes: fields map to target columns by position.
     """
     inc = included(maps)
-    return len(inc) == len(source_columns) and all(m.source == s for m, s in zip(inc, source_columns))
+    return (len(inc) == len(source_columns) and all(m.source == s for m, s in zip(inc, source_columns))
+            and not any(m.format for m in inc))  # a value format converts values: the bytes are not the rows
 
 
 def create_table_sql(ref: TableRef, maps: Sequence[ColumnMap]) -> sql.Composed:

@@ -14,6 +14,7 @@ from core import relative_dates
 from core.db import Column, TableRef, connect, list_schemas, list_tables, resolve_dsn, table_columns
 from core.errors import SluiceError
 from core.pgtypes import is_relative, normalize_type, refused, text_reason
+from core.source_notes import report
 from core.sources.base import BadRecord, Source
 from core.sources.csv.records import count_records
 from core.sources.factory import open_source
@@ -38,6 +39,8 @@ class SourceInfo:
     rows: int = 0  # rows in the file: exact when `rows_exact`, else estimated from the sample's bytes per row
     rows_exact: bool = False
     files: tuple[str, ...] = ()  # many files read as one source (core.sources.many): each, in load order
+    formats: list[str | None] = field(default_factory=list)  # per column: the value format inferred (or None)
+    null_counts: dict[str, int] = field(default_factory=dict)  # column -> times the marker stands there (sample)
 
     def rows_text(self) -> str:
         """'7 rows' or 'about 336,800 rows'."""
@@ -58,10 +61,26 @@ class SourceInfo:
         if o.null_columns is not None:
             kept = [c for c in self.columns if c not in set(o.null_columns)]
             if kept:
-                note += f"; kept as text in {', '.join(kept)}"
+                counts = [f"{c} ({self.null_counts[c]:,}×)" if self.null_counts.get(c) else c for c in kept]
+                note += (f"; kept as text in {', '.join(counts)} (free text there; "
+                         "NULL everywhere reads it as NULL there too)")
         if o.empty_null_columns:
             note += f"; empty fields are NULL too in {', '.join(o.empty_null_columns)}"
         return note
+
+    def null_kept_note(self) -> str:
+        """Where a sniffed marker reads as NULL and where it stays text, and how to change that ('' if everywhere)."""
+        o = self.options
+        if not o.null or o.null_columns is None:
+            return ""
+        kept = [c for c in self.columns if c not in set(o.null_columns)]
+        if not kept:
+            return ""
+        counts = [f"{c} ({self.null_counts[c]:,}×)" if self.null_counts.get(c) else c for c in kept]
+        n = len(o.null_columns)
+        return (f"NULL marker {o.null!r}: read as NULL in {n} column{'s' if n != 1 else ''}; kept as text in "
+                f"{', '.join(counts)}, free text where it can be a value. NULL everywhere reads it as NULL "
+                "there too.")
 
 
 def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
@@ -83,7 +102,22 @@ def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
     picked = [(t, n) for t, n in tables if opts.script_table in (t, t.split(".")[-1])]
     count, exact = _row_count(source, sample, len(bad), whole, picked or tables)
     files = tuple(str(p.path) for p in source.parts) if isinstance(source, ManySource) else ()
-    return SourceInfo(opts, source.columns(), sample, types, seen, tables, bad[:BAD_SHOWN], count, exact, files)
+    formats = _formats(source.columns(), sample, types, opts)
+    said = report(source) if opts.null else None
+    return SourceInfo(opts, source.columns(), sample, types, seen, tables, bad[:BAD_SHOWN], count, exact, files=files,
+                      formats=formats, null_counts=said.counts if said is not None else {})
+
+
+def _formats(columns: list[str], sample: pl.DataFrame, types: list[str], opts: SourceOptions) -> list[str | None]:
+    """Each column's value format, as a new table would take it (`types` follow the formats)."""
+    from core.column_formats import settle
+
+    if opts.format == "sql":
+        return [None] * len(columns)
+    maps = [ColumnMap(target=c, source=c, type=t) for c, t in zip(columns, types)]
+    settle(maps, sample, opts.column_formats, new_table=True, explicit=False)
+    types[:] = [m.type for m in maps]
+    return [m.format for m in maps]
 
 
 def _sample_with_bad(source: Source, rows: int) -> tuple[pl.DataFrame, list[BadRecord], bool]:
@@ -171,6 +205,12 @@ def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap], *, new_tabl
         if normalize_type(m.type) == "text":  # a new table's inferred text: say what made it so
             notes.append(text_reason(values) if new_table and sample[m.source].dtype == pl.String else "")
             continue
+        if m.format:
+            note = _format_misses(values, m.format, sample.height)
+            if note:
+                notes.append(note)
+                continue
+            values = _formatted(values, m.format)
         bad = values.filter(refused(values, m.type))
         if bad.len() == 0:
             notes.append("")
@@ -182,6 +222,27 @@ def sample_warnings(sample: pl.DataFrame, maps: Sequence[ColumnMap], *, new_tabl
         notes.append(f"{bad.len()} of {sample.height} sample rows not {m.type}: {shown}"
                      + ("; relative date words are refused (not loaded as the day of the load)" if relative else ""))
     return notes
+
+
+def _formatted(values: pl.Series, name: str) -> pl.Series:
+    from core.value_formats import parse_format
+
+    return parse_format(name).apply(values)
+
+
+def _format_misses(values: pl.Series, name: str, height: int) -> str:
+    """'2 of 200 sample rows not DD.MM.YYYY: ...' for the values the format does not read ('' if none)."""
+    from core.errors import ConfigError
+
+    try:
+        converted = _formatted(values, name)
+    except ConfigError as exc:
+        return str(exc)
+    missed = values.filter(converted.is_null())
+    if not missed.len():
+        return ""
+    shown = ", ".join(repr(str(v)[:20]) for v in missed.unique(maintain_order=True).head(3).to_list())
+    return f"{missed.len()} of {height} sample rows not {name}: {shown}"
 
 
 def ddl_preview(ref: TableRef, maps: list[ColumnMap]) -> str:

@@ -24,8 +24,12 @@ class LoadResult:
     table_rows: tuple[tuple[str, int], ...] = ()  # ... and the rows this load put into each
     columns_not_loaded: tuple[str, ...] = ()  # the file's columns that no target column takes
     loaded_before: int = 0  # of rows_loaded, those an earlier per-batch run had committed
+    note: str = ""  # said once about the whole load (an empty file: what was done instead)
     # Many files into one table: each file's {file, rows_read, rows_loaded, rows_rejected} (core.sources.many)
     files: tuple[dict[str, Any], ...] = ()
+    # The NULL marker in words (core.null_report): where it read as NULL and where it stayed text.
+    null_marker: dict[str, Any] | None = None
+    value_formats: dict[str, str] | None = None  # source column -> the value format its values were read with
 
     @property
     def rows_per_s(self) -> float:

@@ -24,7 +24,7 @@ class ErrorPolicy(StrEnum):
     SKIP = "skip"
 
 
-FORMATS = ("csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow")
+FORMATS = ("csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow", "pgtext")
 
 
 @dataclass
@@ -46,6 +46,9 @@ class SourceOptions:
     empty_null_columns: list[str] | None = None
     sheet: str | None = None
     script_table: str | None = None  # SQL scripts: the one table to load (schema.table or table); None: all
+    # Value formats the user gave by source column (`--column-format col=FORMAT`; "" clears an
+    # inferred one), laid over the mapping's (core.column_formats).
+    column_formats: dict[str, str] | None = None
 
 
 @dataclass
@@ -57,6 +60,7 @@ class ColumnMap:
     type: str = "text"  # PostgreSQL type of the target column
     include: bool = True
     constant: str | None = None  # used when source is None (None -> NULL)
+    format: str | None = None  # how the source spells its values (core.value_formats), e.g. DD.MM.YYYY
 
 
 @dataclass

@@ -49,6 +49,7 @@ class TableDialog(QDialog):
         view = QTableView()
         view.setModel(self.model)
         view.setEditTriggers(QTableView.EditTrigger.NoEditTriggers)
+        view.setTabKeyNavigation(False)  # Tab goes to Close; arrows move inside the rows
         view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         view.horizontalHeader().setDefaultSectionSize(120)
         view.verticalHeader().setDefaultSectionSize(22)
@@ -56,6 +57,7 @@ class TableDialog(QDialog):
         for col in range(self.model.columnCount()):
             view.setColumnWidth(col, min(max(view.columnWidth(col), 80), 320))
         lay.addWidget(view)
+        self.view = view
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)

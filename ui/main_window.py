@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QMainWindow,
     QMessageBox,
+    QPushButton,
     QSplitter,
     QTableView,
     QTabWidget,
@@ -44,7 +45,10 @@ from ui.run_controller import RunController
 from ui.settings import Settings
 from ui.target_controller import TargetController
 from ui.wheel_guard import guard_wheel
+from ui.window_state import WindowPlacement
 from ui.worker import Background, Job
+
+FORM_WIDTH = 440  # the target and strategy forms at their first start; more width goes to the grids
 
 
 class MainWindow(QMainWindow):
@@ -73,7 +77,6 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings.load()
         self.setWindowTitle("Sluice")
         self.setAcceptDrops(True)
-        self.resize(1500, 940)
         self._generation = 0  # previews of older generations are ignored
         self._bg = Background(self, self.on_background_failed)
         self.source_info: SourceInfo | None = None
@@ -108,20 +111,22 @@ class MainWindow(QMainWindow):
         top.addWidget(self.mapping_panel)
         # A short screen scrolls the forms, not the window.
         top.addWidget(scrolled(self._form_column(), vertical_only=True))
-        top.setSizes([420, 640, 440])
-        for i, stretch in enumerate((3, 3, 2)):  # extra width goes to the tables, not the form
+        for i, stretch in enumerate((2, 4, 0)):  # the form keeps its width; more or less goes to the grids
             top.setStretchFactor(i, stretch)
         vsplit = QSplitter(Qt.Orientation.Vertical)
         vsplit.setChildrenCollapsible(False)
         vsplit.addWidget(top)
         vsplit.addWidget(self.run_panel)
-        vsplit.setSizes([560, 340])  # the forms above get the height first; the log gives way
+        vsplit.setSizes([560, 340])  # the forms above get the height first
+        vsplit.setStretchFactor(0, 3)  # a taller window: more rows in the grids above and the lists below
+        vsplit.setStretchFactor(1, 2)
         # Below the panels' smallest sizes (1024x700) the Load tab scrolls instead of growing the window.
         tabs.addTab(scrolled(vsplit), "Load")
         self.compare_tab = CompareTab(self)
         tabs.addTab(self.compare_tab, "Compare")
         hist: QTableView = QTableView()
         hist.setWordWrap(False)
+        hist.setTabKeyNavigation(False)
         header = hist.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setResizeContentsPrecision(0)  # sized to the rows in sight: a long kept history opens at once
@@ -129,6 +134,28 @@ class MainWindow(QMainWindow):
         self.history_view: QTableView = hist
         tabs.addTab(hist, "History")
         self.tabs = tabs
+        self._set_tab_order()
+        # Where the user left the window and its splitters; the first time, fitted to the screen.
+        splitters = {"panels": top, "run": vsplit, "run_lists": self.run_panel.lists_split}
+        splitters |= {f"compare_{i}": sp for i, sp in enumerate(self.compare_tab.findChildren(QSplitter))}
+        self.placement = WindowPlacement(self, splitters)
+        if "panels" not in self.placement.state.splitters:  # first start: the form its width, the grids the rest
+            rest = max(self.width() - FORM_WIDTH, 600)
+            top.setSizes([rest * 2 // 5, rest * 3 // 5, FORM_WIDTH])
+
+    def _set_tab_order(self) -> None:
+        """Tab walks the controls in reading order (source, mapping, target, strategy, run), once each;
+        inside a grid the arrows move (the grids leave Tab alone), and Enter presses a focused button."""
+        chain: list[QWidget] = [self.tabs.tabBar()]
+        for panel in (self.source_panel, self.mapping_panel, self.target_panel, self.strategy_panel,
+                      self.run_panel):
+            chain += panel.focus_order()
+        for first, second in zip(chain, chain[1:], strict=False):
+            QWidget.setTabOrder(first, second)
+        for button in chain:
+            if isinstance(button, QPushButton):
+                button.setAutoDefault(True)
+        self.source_panel.path_edit.setFocus()  # a new window starts at the file
 
     def _form_column(self) -> QWidget:
         right = QWidget()
@@ -162,6 +189,7 @@ class MainWindow(QMainWindow):
         s.path_edit.returnPressed.connect(self._on_path_entered)
         s.open_btn.clicked.connect(self._on_open_clicked)
         s.refresh_btn.clicked.connect(self._on_refresh_clicked)
+        s.null_everywhere_btn.clicked.connect(self._on_null_everywhere_clicked)
         s.script_table_combo.activated.connect(self._on_script_table_picked)
         self.mapping.dataChanged.connect(self._on_mapping_changed)
         self.mapping_panel.reset_btn.clicked.connect(self.reset_mapping)
@@ -275,6 +303,11 @@ class MainWindow(QMainWindow):
     def _on_refresh_clicked(self) -> None:
         if self.path_edit.text().strip():
             self._load_preview(self._source_options())
+
+    def _on_null_everywhere_clicked(self) -> None:
+        """The marker named by the user, not sniffed: it reads as NULL in every column."""
+        if self.path_edit.text().strip():
+            self._load_preview(self.source_panel.options(None))
 
     def _on_script_table_picked(self, _index: int) -> None:
         combo = self.script_table_combo
@@ -477,4 +510,5 @@ class MainWindow(QMainWindow):
         self.compare_tab.stop()
         self.foresight.stop()
         self.settings.save()
+        self.placement.save()  # the window's size and splitters, for the next start
         super().closeEvent(event)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt
 
+from core.column_formats import settle
 from core.db import TableRef
 from core.mapping import match_by_name
 from core.preview import SourceInfo, inspect_table, table_size
@@ -75,8 +76,8 @@ class MappingController(QObject):
                 self.show(new_table_maps(info), samples, info, None)
                 return
             # A script's INSERTs without a column list fill the table's columns in order.
-            maps = (positional_maps(info.columns, cols) if info.script_tables else None) or match_by_name(
-                info.columns, cols)
+            maps = (positional_maps(info.columns, cols) if info.script_tables else None) or settle(
+                match_by_name(info.columns, cols), info.sample, None, new_table=False, explicit=False)
             self.show(maps, samples, info, [(c.name, c.type) for c in cols])
 
         self.pending = True
@@ -165,4 +166,5 @@ def left_out_text(columns: list[str]) -> str:
 
 def new_table_maps(info: SourceInfo) -> list[ColumnMap]:
     """A new table: the file's columns with the types inferred from its sample."""
-    return [ColumnMap(target=c, source=c, type=t) for c, t in zip(info.columns, info.types)]
+    formats = info.formats or [None] * len(info.columns)
+    return [ColumnMap(target=c, source=c, type=t, format=f) for c, t, f in zip(info.columns, info.types, formats)]

@@ -6,19 +6,22 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelInde
 from PySide6.QtWidgets import QComboBox, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from core.pgtypes import COMMON_TYPES
+from core.value_formats import EXAMPLES
 from ui.table_models import MappingModel
 
 Index = QModelIndex | QPersistentModelIndex
 
 
 class MappingDelegate(QStyledItemDelegate):
-    """Target type: PostgreSQL types; target column onto an existing table: that table's columns."""
+    """Target type: PostgreSQL types; format: examples; target column onto an existing table: its columns."""
 
     def createEditor(self, parent: QWidget, option: QStyleOptionViewItem, index: Index) -> QWidget:  # noqa: N802
         model = index.model()
         col = index.column()
         if col == MappingModel.TYPE:
             choices = list(COMMON_TYPES)
+        elif col == MappingModel.FORMAT:
+            choices = ["", *EXAMPLES]  # empty: the values load as written
         elif col == MappingModel.TARGET and isinstance(model, MappingModel) and model.table_columns is not None:
             choices = list(model.table_columns)
         else:

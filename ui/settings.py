@@ -1,4 +1,5 @@
-"""App settings (recent files, last folder, saved connections): typed, versioned, no secrets."""
+"""App settings (recent files, last folder, saved connections) and the window's last place: typed, versioned,
+no secrets."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 import tomli_w
@@ -32,15 +34,8 @@ class Settings:
 
     @classmethod
     def load(cls) -> Settings:
-        path = config_dir() / "settings.toml"
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            return cls()
-        if data.get("version") != VERSION:
-            return cls()
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        data = _read("settings.toml")
+        return cls() if data is None else cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def save(self) -> None:
         self.connections = {k: strip_password(v) for k, v in self.connections.items()}
@@ -53,3 +48,38 @@ class Settings:
         items.insert(0, path)
         del items[10:]
         self.last_folder = str(Path(path).parent)
+
+
+@dataclass
+class WindowState:
+    """The main window's last geometry and splitter positions (Qt's saveGeometry / saveState as base64).
+
+    Kept in window.toml, apart from the settings and the profiles: a profile opened on another
+    screen does not move the window, and a lost window.toml only costs the first start's size.
+    """
+
+    version: int = VERSION
+    geometry: str = ""
+    splitters: dict[str, str] = field(default_factory=dict)  # splitter name -> its saved state
+
+    @classmethod
+    def load(cls) -> WindowState:
+        data = _read("window.toml")
+        if data is None:
+            return cls()
+        geometry, splitters = data.get("geometry", ""), data.get("splitters", {})
+        if not isinstance(geometry, str) or not isinstance(splitters, dict):
+            return cls()
+        return cls(geometry=geometry, splitters={str(k): str(v) for k, v in splitters.items()})
+
+    def save(self) -> None:
+        (config_dir() / "window.toml").write_text(tomli_w.dumps(asdict(self)), encoding="utf-8")
+
+
+def _read(name: str) -> dict[str, Any] | None:
+    """A settings file of this version, or None (missing, unreadable, or of another version)."""
+    try:
+        data = tomllib.loads((config_dir() / name).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return data if data.get("version") == VERSION else None

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont
 
 from core.mapping import unmatched
 from core.preview import sample_warnings
@@ -16,6 +16,30 @@ from core.spec import ColumnMap
 
 Index = QModelIndex | QPersistentModelIndex
 _DISPLAY = Qt.ItemDataRole.DisplayRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+
+# A real NULL is drawn apart from the text "NULL" (grey italics, as DBeaver and pgAdmin draw it).
+NULL_TEXT = "NULL"
+NULL_COLOR = QColor("#8a8a8a")
+NULL_TIP = "NULL: no value (not the text 'NULL')"
+
+
+def null_data(role: int) -> Any:
+    """What a cell holding a real NULL answers for `role` (None for roles it does not serve)."""
+    if role == _DISPLAY:
+        return NULL_TEXT
+    if role == _TOOLTIP:
+        return NULL_TIP
+    if role == Qt.ItemDataRole.ForegroundRole:
+        return NULL_COLOR
+    if role == Qt.ItemDataRole.FontRole:
+        font = QFont()
+        font.setItalic(True)
+        return font
+    return None
+
+FORMAT_TIP = ("How the file writes this column's dates, times or numbers (e.g. MM/DD/YYYY, DD.MM.YYYY HH:MM, "
+              "1.234,56); they load as the target type. Empty: loaded as written.")
 
 
 class PreviewModel(QAbstractTableModel):
@@ -71,10 +95,10 @@ class PreviewModel(QAbstractTableModel):
             if role == Qt.ItemDataRole.ToolTipRole:
                 return f"Line {row.line}: this record {row.reason}; it is not a row.\n{row.record[:1000]}"
             return None
-        if role not in (_DISPLAY, Qt.ItemDataRole.ToolTipRole):
-            return None
         v = self._frame[row, index.column()]
-        return "NULL" if v is None else str(v)[:200]
+        if v is None:
+            return null_data(role)
+        return str(v)[:200] if role in (_DISPLAY, _TOOLTIP) else None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
         if role != _DISPLAY:
@@ -90,15 +114,15 @@ class PreviewModel(QAbstractTableModel):
 
 
 class MappingModel(QAbstractTableModel):
-    """Source column, sample, target column, target type, include, warning.
+    """Source column, sample, target column, target type, value format, include, warning.
 
     The user's edits (target name, type, include) are kept per source column and laid over
     every new mapping (another table name, another file with that column) until `reset_edits`.
     Onto an existing table the table's types hold, and a column it does not have is unmatched.
     """
 
-    HEADERS = ("Source column", "Sample", "Target column", "Target type", "Include", "Warning")
-    SOURCE, SAMPLE, TARGET, TYPE, INCLUDE, WARNING = range(6)
+    HEADERS = ("Source column", "Sample", "Target column", "Target type", "Format", "Include", "Warning")
+    SOURCE, SAMPLE, TARGET, TYPE, FORMAT, INCLUDE, WARNING = range(7)
 
     def __init__(self) -> None:
         super().__init__()
@@ -107,7 +131,7 @@ class MappingModel(QAbstractTableModel):
         self._sample = pl.DataFrame()
         self.table_columns: list[str] | None = None  # the existing table's columns; None for a new table
         self._table_types: dict[str, str] = {}
-        self.edits: dict[str, dict[str, Any]] = {}  # source column -> {"target"/"type"/"include": value}
+        self.edits: dict[str, dict[str, Any]] = {}  # source column -> {"target"/"type"/"format"/"include": value}
         self._notes: list[str] = []
 
     def set_mapping(
@@ -135,7 +159,7 @@ class MappingModel(QAbstractTableModel):
         """Take a mapping (from a profile) as the user's own edits."""
         for m in maps:
             if m.source is not None:
-                self.edits[m.source] = {"target": m.target, "type": m.type, "include": m.include}
+                self.edits[m.source] = {"target": m.target, "type": m.type, "include": m.include, "format": m.format}
 
     def reset_edits(self) -> None:
         self.edits.clear()
@@ -146,6 +170,7 @@ class MappingModel(QAbstractTableModel):
             return
         m.target = e.get("target", m.target)
         m.include = e.get("include", m.include)
+        m.format = e.get("format", m.format)
         if self.table_columns is None:
             m.type = e.get("type", m.type)
         elif m.target in self._table_types:
@@ -180,23 +205,27 @@ class MappingModel(QAbstractTableModel):
         if not index.isValid() or index.row() >= len(self.maps) or index.column() >= len(self.HEADERS):
             return None
         m, col = self.maps[index.row()], index.column()
-        if role == Qt.ItemDataRole.CheckStateRole and col == 4:
+        if col == self.SAMPLE and m.source is not None and self._samples.get(m.source, "") is None:
+            return null_data(role)  # the first row's value is a real NULL
+        if role == Qt.ItemDataRole.CheckStateRole and col == self.INCLUDE:
             return Qt.CheckState.Checked if m.include else Qt.CheckState.Unchecked
-        if role == Qt.ItemDataRole.ForegroundRole and col == 5:
+        if role == Qt.ItemDataRole.ForegroundRole and col == self.WARNING:
             return QColor("#b35900")
-        if role == Qt.ItemDataRole.ForegroundRole and col in (2, 3) and m.source in self.edits:
+        if role == Qt.ItemDataRole.ForegroundRole and col in (2, 3, self.FORMAT) and m.source in self.edits:
             return QColor("#1f4fb3")  # the user's own choice
         unmatched_row = self.warning(index.row()).startswith("not in the table")
         if role == Qt.ItemDataRole.BackgroundRole and col == 2 and unmatched_row:
             return QColor("#fde2e1")
-        if role == Qt.ItemDataRole.ToolTipRole and col in (1, 5):
-            text = self.warning(index.row()) if col == 5 else self._samples.get(m.source or "")
+        if role == Qt.ItemDataRole.ToolTipRole and col == self.FORMAT:
+            return f"{m.format}\n\n{FORMAT_TIP}" if m.format else FORMAT_TIP
+        if role == Qt.ItemDataRole.ToolTipRole and col in (1, self.WARNING):
+            text = self.warning(index.row()) if col == self.WARNING else self._samples.get(m.source or "")
             return text or None
         if role not in (_DISPLAY, Qt.ItemDataRole.EditRole):
             return None
         sample = self._samples.get(m.source or "")
-        values = (m.source or "(constant)", "NULL" if sample is None else sample[:60], m.target, m.type, None,
-                  self.warning(index.row()))
+        values = (m.source or "(constant)", "" if sample is None else sample[:60], m.target, m.type,
+                  m.format or "", None, self.warning(index.row()))
         return values[col]
 
     def flags(self, index: Index) -> Qt.ItemFlag:
@@ -205,7 +234,9 @@ class MappingModel(QAbstractTableModel):
         base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
         if index.column() == 2 or (index.column() == 3 and self.table_columns is None):
             return base | Qt.ItemFlag.ItemIsEditable  # an existing table's types are the table's
-        if index.column() == 4:
+        if index.column() == self.FORMAT and self.maps[index.row()].source is not None:
+            return base | Qt.ItemFlag.ItemIsEditable
+        if index.column() == self.INCLUDE:
             return base | Qt.ItemFlag.ItemIsUserCheckable
         return base
 
@@ -214,7 +245,7 @@ class MappingModel(QAbstractTableModel):
             return False
         m = self.maps[index.row()]
         edit = self.edits.setdefault(m.source or "", {})
-        if index.column() == 4 and role == Qt.ItemDataRole.CheckStateRole:
+        if index.column() == self.INCLUDE and role == Qt.ItemDataRole.CheckStateRole:
             m.include = edit["include"] = Qt.CheckState(value) == Qt.CheckState.Checked
         elif index.column() == 2 and role == Qt.ItemDataRole.EditRole and str(value).strip():
             m.target = edit["target"] = str(value).strip()
@@ -222,12 +253,30 @@ class MappingModel(QAbstractTableModel):
                 m.type = self._table_types[m.target]
         elif index.column() == 3 and role == Qt.ItemDataRole.EditRole and str(value).strip():
             m.type = edit["type"] = str(value).strip()
+        elif index.column() == self.FORMAT and role == Qt.ItemDataRole.EditRole:
+            if not self._set_format(m, edit, str(value)):
+                return False
         else:
             if not edit:
                 del self.edits[m.source or ""]
             return False
         self._recheck()
         self.dataChanged.emit(self.index(index.row(), 0), self.index(index.row(), len(self.HEADERS) - 1))
+        return True
+
+    def _set_format(self, m: ColumnMap, edit: dict[str, Any], text: str) -> bool:
+        """A format typed or picked (empty: none); a new table's type follows it. False if not a format."""
+        from core.column_formats import settle
+        from core.errors import ConfigError
+
+        try:
+            settle([m], self._sample if m.source in self._sample.columns else None, {m.source or "": text.strip()},
+                   new_table=self.table_columns is None, explicit=True)
+        except ConfigError:
+            return False
+        edit["format"] = m.format
+        if self.table_columns is None:
+            edit["type"] = m.type
         return True
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
@@ -310,12 +359,14 @@ class RowsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self._columns)
 
     def data(self, index: Index, role: int = _DISPLAY) -> Any:
-        if role not in (_DISPLAY, Qt.ItemDataRole.ToolTipRole) or not index.isValid():
-            return None
-        if index.row() >= len(self._rows) or index.column() >= len(self._columns):
+        if not index.isValid() or index.row() >= len(self._rows) or index.column() >= len(self._columns):
             return None
         v = self._rows[index.row()][index.column()]
-        return "NULL" if v is None else str(v)[:200 if role == _DISPLAY else 2000]
+        if v is None:
+            return null_data(role)
+        if role not in (_DISPLAY, _TOOLTIP):
+            return None
+        return str(v)[:200 if role == _DISPLAY else 2000]
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = _DISPLAY) -> Any:  # noqa: N802
         if role != _DISPLAY:

@@ -18,7 +18,7 @@ from core.errors import (
 from core.events import Phase
 from core.load.stages import replay
 from core.plan import Plan
-from core.sources.abilities import RawCsvSource, SeveralFiles
+from core.sources.abilities import FindsDataLines, SeveralFiles
 from core.sources.base import Source
 from core.spec import ColumnMap, CommitMode
 from core.strategies.base import Strategy, WriteFailed
@@ -49,7 +49,7 @@ def explain(
         row = run.batch_first + wf.row  # row strategies: the row in the batch
     elif wf.row is not None and run.raw and strategy is not None and not strategy.multi_connection:
         # The file's own bytes went to one COPY, whose "line N" counts lines of the data.
-        row = source.row_at_data_line(wf.row + 1) if isinstance(source, RawCsvSource) else None
+        row = source.row_at_data_line(wf.row + 1) if isinstance(source, FindsDataLines) else None
     elif wf.row is not None and strategy is not None and strategy.row_per_line:
         row = run.stream_base + wf.row  # one line (or tuple) per row in these streams
     # Otherwise (a CSV stream, where quoted newlines shift COPY's count, or several

@@ -41,12 +41,15 @@ from core.errors import (
     UnfinishedRun,
 )
 from core.events import Phase, Progress
+from core.load import empty as empty_load
 from core.load import many as load_many
 from core.load.context import RunContext
 from core.load.protocols import per_batch, single
 from core.plan import Plan, plan_load
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
+from core.source_notes import Said, say_source
 from core.sources.abilities import InsertScript
+from core.sources.empty import EmptySource
 from core.sources.many import ManySource, load_fingerprint
 from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy
@@ -60,11 +63,13 @@ class Foresight:
     strategy: str
     batch_rows: int
     workers: int
-    protocol: str  # single, staged, two-phase, create-then-rename, per-batch
+    protocol: str  # single, staged, two-phase, create-then-rename, per-batch; none: nothing to send
     reason: str
     auto: bool  # the strategy is auto's pick
 
     def describe(self) -> str:
+        if self.protocol == "none":
+            return self.reason  # nothing to send (an empty file): only what will be done instead
         picked = "auto will pick" if self.auto else "will run"
         workers = f", {self.workers} workers" if self.workers > 1 else ""
         head = f"{picked} {self.strategy} (batches of {self.batch_rows:,} rows{workers}; commit: {self.protocol})"
@@ -116,12 +121,18 @@ class LoadJob:
 
     not_loaded: tuple[str, ...] = ()  # the file's columns no target column takes
     many: ManySource | None = None  # many files read as one source (core.sources.many)
+    said: Said | None = None  # the NULL marker and the value formats, as the log's first lines said them
+
+    def _say_source(self, plan: Plan) -> None:
+        self.said = say_source(plan, self.on_log)
 
     def run(self) -> LoadResult:
         result = self._run_job()
         result = load_many.report(self.many, self.on_log, result)  # many files: what each one gave
         if self.not_loaded:
             result = replace(result, columns_not_loaded=self.not_loaded)
+        if self.said is not None:
+            result = replace(result, null_marker=self.said.null_marker, value_formats=self.said.formats)
         reasons = [r for r in (self.chosen.reason if self.chosen else "", result.reason) if r]
         if self.chosen is not None:
             result = replace(result, chosen=self.chosen.to_json(), reason="; ".join(reasons))
@@ -131,7 +142,11 @@ class LoadJob:
         """What a run would do, said before it starts: the strategy (auto's pick), batch size,
         workers and transaction protocol, and why. Reads the source and the catalog; writes nothing."""
         with connect(resolve_dsn(self.spec.dsn), autocommit=True) as ctl:
-            _plan, cls = self._settle(ctl)
+            try:
+                _plan, cls = self._settle(ctl)
+            except empty_load.EmptyFile as empty:
+                return Foresight(self.spec.strategy, self.spec.rows_per_batch, 1, "none",
+                                 empty_load.note(self.ctx, empty.plan), auto=False)
         if self.ctx.protocol is not None:
             protocol = str(self.ctx.protocol.protocol.value)
         elif self.spec.commit is CommitMode.PER_BATCH:
@@ -147,6 +162,8 @@ class LoadJob:
         spec = self.spec
         cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
         plan = plan_load(spec, ctl)
+        if isinstance(plan.source, EmptySource):
+            raise empty_load.EmptyFile(plan)
         self.many = load_many.settled(self.ctx, plan)  # many files: said before the run; counted after it
         spec = self.spec
         if cls is None:
@@ -177,12 +194,16 @@ class LoadJob:
         ctx.emit(Phase.CONNECTING, force=True)
         dsn = resolve_dsn(self.spec.dsn)
         with connect(dsn, autocommit=True) as ctl:
-            plan, cls = self._settle(ctl)
+            try:
+                plan, cls = self._settle(ctl)
+            except empty_load.EmptyFile as empty:
+                return empty_load.load_nothing(ctx, ctl, empty.plan)
             spec = self.spec
             source = plan.source
             ctx.bytes_total = source.size
             size = f" (batches of {spec.rows_per_batch:,} rows)" if cls.batch_sized and not self.chosen else ""
             self.on_log(f"{source.format} source {source.path} -> {plan.target.display()} with {cls.id}{size}")
+            self._say_source(plan)
             for cleaned in janitor.sweep(ctl):
                 self.on_log(cleaned)
             if source.format == "sql":

@@ -67,7 +67,8 @@ def reject_fields(
 
 
 def bad_record_fields(bad: BadRecord, source: Source | None = None) -> tuple[Any, ...]:
-    return _named(source, (bad.line or "", bad.row + 1, bad.column, bad.value, bad.reason, bad.record), bad.row)
+    return _named(source, (bad.line or "", bad.row + 1, bad.column or "",
+                          "" if bad.value is None else bad.value, bad.reason, bad.record), bad.row)
 
 
 def _named(source: Source | None, fields: tuple[Any, ...], row: int) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ from core import mapping as mp
 from core.diagnose import server_reason
 from core.errors import LoadFailed, ParseInstead, SourceError
 from core.events import Phase
+from core.first_bad import in_file_order
 from core.load.rejects import Reject, isolate
 from core.plan import Plan
 from core.sources.abilities import RawCsvChunks
@@ -218,7 +219,7 @@ def stream_batches(
     # writes release the GIL, so each stage takes a core when the server leaves one).
     with ahead or Prefetch(plan.source.load_batches(run.spec.rows_per_batch)) as parsed, \
             Prefetch(encode(iter(parsed)), name="sluice-encoder") as batches:
-        for batch, mapped, prepared in batches:
+        for batch, mapped, prepared in in_file_order(batches, strategy):
             run.cancel.check()
             plan.source.check_unchanged()  # a stat per batch: cheap next to the batch itself
             send_prepared(run, strategy, batch, mapped, prepared)
@@ -249,7 +250,7 @@ def send_raw(
     assert isinstance(plan.source, RawCsvChunks)
     write_raw = strategy.write_raw
     quote = plan.source.dialect.quote.encode()
-    for chunk in chunks:
+    for chunk in in_file_order(chunks, strategy, reparse=True):
         run.cancel.check()
         plan.source.check_unchanged()
         if chunk.odd:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import mapping as mp
 from core.events import Phase
+from core.first_bad import in_file_order
 from core.load.stages import Prefetch, send_prepared
 from core.sources.abilities import RawCsvSource
 from core.sources.base import Batch, RawChunk
@@ -56,7 +57,7 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
     # queued ahead is one more promised to the slower CSV path once the encoder is ready.
     with Prefetch(source.raw_then_batches(ready.is_set, run.spec.rows_per_batch), depth=1) as items, \
             Prefetch(encode(iter(items)), depth=1, name="sluice-encoder") as encoded:
-        for item, mapped, prepared in encoded:
+        for item, mapped, prepared in in_file_order(encoded, strategy, reparse=True):
             run.cancel.check()
             source.check_unchanged()
             if isinstance(item, RawChunk):

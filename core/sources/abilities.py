@@ -18,12 +18,21 @@ class RawCsvChunks(Protocol):
     where its null marker counts. One file (RawCsvSource), or many read as one (core.sources.many)."""
 
     path: Path
+    format: str
     dialect: CsvDialect
     null_columns: list[str] | None
     empty_null_columns: list[str]
     refuse: ValueGuard | None
 
     def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]: ...
+
+
+@runtime_checkable
+class FindsDataLines(Protocol):
+    """A file whose own bytes went to one COPY: the source row at COPY's "line N" of the data
+    (one CSV file, or PostgreSQL's text format, core.sources.pgtext)."""
+
+    def row_at_data_line(self, data_line: int) -> int | None: ...
 
 
 @runtime_checkable
@@ -61,6 +70,12 @@ def copy_reads_as_is(source: Source) -> bool:
     (a marker, and empty fields in typed columns): COPY takes one NULL string."""
     return (source.format in ("csv", "tsv") and isinstance(source, RawCsvChunks)
             and not source.empty_null_columns)
+
+
+def copy_reads_raw(source: Source) -> bool:
+    """A file whose own bytes one COPY reads as Sluice does: a CSV (copy_reads_as_is), or
+    PostgreSQL's text format (COPY's FORMAT text; not split into byte ranges for several streams)."""
+    return copy_reads_as_is(source) or (source.format == "pgtext" and isinstance(source, RawCsvChunks))
 
 
 @runtime_checkable

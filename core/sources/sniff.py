@@ -235,7 +235,19 @@ def sniff_null(
 _TYPED = re.compile(
     r"(?i)[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(nan|inf|infinity)|t|f|true|false|yes|no|y|n|on|off"
     r"|\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)?)?|\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+    # ...and as spreadsheets write them (core.value_formats): 03/15/2024 2:30 PM, 15.03.2024, 1.234,50
+    r"|\d{1,2}[/.-]\d{1,2}[/.-]\d{4}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?( ?[ap]m)?)?|\d{4}/\d{1,2}/\d{1,2}"
+    r"|\d{1,2}:\d{2}(:\d{2})? ?[ap]m|[+-]?\d{1,3}([,. '\u00a0]\d{3})+([.,]\d+)?|[+-]?\d+,\d+"
 )
+
+
+def _typed(value: str) -> bool:
+    """A number, date, time or boolean; a code with leading zeros (02134) is text, as inference says."""
+    v = value.strip()
+    return bool(_TYPED.fullmatch(v)) and not _CODE.fullmatch(v)
+
+
+_CODE = re.compile(r"[+-]?0\d+(\.\d*)?")
 
 
 @dataclass
@@ -251,11 +263,11 @@ class _ColumnSample:
         if not self.unquoted.get(marker):
             return False
         others = self._others(marker)
-        return bool(others) and all(_TYPED.fullmatch(v.strip()) for v in others)
+        return bool(others) and all(_typed(v) for v in others)
 
     def free_text(self, marker: str) -> bool:
         """Unquoted values that are neither typed nor the marker: the marker may be text here."""
-        return any(not _TYPED.fullmatch(v.strip()) for v in self._others(marker))
+        return any(not _typed(v) for v in self._others(marker))
 
 
 def _field_columns(text: str, delimiter: str, quote: str, header: bool) -> list[_ColumnSample]:
@@ -282,9 +294,48 @@ def _field_columns(text: str, delimiter: str, quote: str, header: bool) -> list[
     width = Counter(len(r) for r, _ in pairs).most_common(1)[0][0] if pairs else 0
     columns = [_ColumnSample(Counter()) for _ in range(width)]
     for rec, raw in pairs:
-        if raw is None or len(rec) != width or len(raw) != width:
-            continue  # a quoted delimiter or newline moved the fields: no quoting information here
-        for i, (value, field) in enumerate(zip(rec, raw)):
-            if not quote or not field.startswith(quote):
+        if raw is None or len(rec) != width:
+            continue  # a quoted newline: no quoting information here
+        quoted = [bool(quote) and f.startswith(quote) for f in raw] if len(raw) == width else (
+            _quoted_fields(delimiter.join(raw), delimiter, quote))  # a quoted delimiter moved the fields
+        if len(quoted) != width:
+            continue
+        for i, value in enumerate(rec):
+            if not quoted[i]:
                 columns[i].unquoted[value] += 1
     return columns
+
+
+def _quoted_fields(line: str, delimiter: str, quote: str) -> list[bool]:
+    """Whether each field of a one-line record is quoted (a record with quoted delimiters, which a
+    split on the delimiter cannot tell: R's and Python's writers quote "Adult, 1 Egg Stage" in every
+    record of a file, and its NA markers went unseen)."""
+    flags: list[bool] = []
+    i, n = 0, len(line)
+    while True:
+        if i < n and line[i] == quote:
+            i += 1
+            while i < n:
+                j = line.find(quote, i)
+                if j < 0:
+                    return []  # never closes on this line
+                if j + 1 < n and line[j + 1] == quote:
+                    i = j + 2  # a doubled quote inside the value
+                    continue
+                i = j + 1
+                break
+            else:
+                return []  # ends inside the quotes
+            flags.append(True)
+            if i < n and line[i] != delimiter:
+                return []  # text after the closing quote: not a field this reading knows
+        else:
+            j = line.find(delimiter, i)
+            flags.append(False)
+            i = n if j < 0 else j
+        if i >= n:
+            return flags
+        i += 1  # the delimiter
+        if i == n:
+            flags.append(False)  # a trailing empty field
+            return flags

@@ -14,9 +14,12 @@ from typing import Protocol, runtime_checkable
 
 @runtime_checkable
 class TakesRawCsv(Protocol):
-    """COPY of the CSV file's own bytes, as they are (copy-csv, parallel-copy)."""
+    """COPY of the CSV file's own bytes, as they are (copy-csv, parallel-copy); `flush` ends the
+    open write (core.first_bad: the rows ahead of a malformed record are weighed first)."""
 
     def write_raw(self, data: bytes) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 @runtime_checkable
@@ -35,10 +38,11 @@ class WarmStarts(Protocol):
 @runtime_checkable
 class ReadsByteRanges(Protocol):
     """Streams that read whole-record byte ranges of the file themselves (parallel-copy);
-    `progress(records, bytes)` is told what they read and sent so far."""
+    `progress(records, bytes)` is told what they read and sent so far; `delimiter` and `width`
+    (the file's columns) let a stream refuse a slice whose quote swallowed whole records."""
 
     def feed_raw(self, ranges: Iterable[tuple[int, int]], path: str, quote: bytes,
-                 progress: Callable[[int, int], None]) -> None: ...
+                 progress: Callable[[int, int], None], *, delimiter: bytes = b",", width: int = 0) -> None: ...
 
 
 @runtime_checkable

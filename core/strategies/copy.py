@@ -30,10 +30,11 @@ def copy_error_row(exc: psycopg.Error) -> int | None:
 def csv_copy_sql(strategy: Strategy) -> sql.Composed:
     """COPY ... (FORMAT csv), with the source file's own dialect when its bytes pass through."""
     opts = strategy.ctx.copy_options or {}
-    parts: list[sql.Composable] = [sql.SQL("FORMAT csv")]
+    text = opts.get("format") == "text"  # PostgreSQL's text format passing through (core.sources.pgtext)
+    parts: list[sql.Composable] = [sql.SQL("FORMAT text" if text else "FORMAT csv")]
     # COPY options take literals, not parameters.
     for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
-        if key in opts:
+        if key in opts and not (text and key == "quote"):
             parts.append(sql.SQL("{} {}").format(sql.SQL(word), sql.Literal(opts[key])))
     if opts.get("encoding"):
         parts.append(sql.SQL("ENCODING {}").format(sql.Literal(opts["encoding"])))

@@ -65,7 +65,11 @@ class _Worker(threading.Thread):
                             if isinstance(item, _Span):
                                 for part in self._read(item):
                                     # Counted here, apart from the server's count: a lost part must fail the load.
-                                    self.records += count_records(bytes(part), self.owner.quote)
+                                    data = bytes(part)
+                                    records = count_records(data, self.owner.quote)
+                                    self.records += records
+                                    if data.count(b"\n") > records or b"\x00" in data:
+                                        self.owner.refuse_odd(data)
                                     cp.write(part)
                                     self.bytes_sent += len(part)
                             else:
@@ -211,15 +215,31 @@ class ParallelCopy(Strategy):
 
     path = ""  # feed_raw: the file the workers read
     quote = b'"'  # feed_raw: the file's quote, for counting its records
+    delimiter = b","  # feed_raw: the file's delimiter and columns, for refuse_odd
+    width = 0
+
+    def refuse_odd(self, data: bytes) -> None:
+        """A slice with a NUL byte, or a quoted field that swallowed whole records
+        (core.sources.csv.swallowed), goes no further as bytes: the parser names its line."""
+        from core.sources.csv import swallowed
+
+        if b"\x00" in data:
+            raise ParseInstead("a NUL byte")
+        found = swallowed.first_found(data, self.delimiter, self.quote, self.width, 1)
+        if found is not None:
+            raise ParseInstead("a quoted field holds whole records (a quote that never closes?)")
 
     def feed_raw(self, ranges: Iterable[tuple[int, int]], path: str, quote: bytes,
-                 progress: Callable[[int, int], None]) -> None:
+                 progress: Callable[[int, int], None], *, delimiter: bytes = b",", width: int = 0) -> None:
         """The file's own bytes with no reader in between: each worker reads whole-record byte
         ranges itself (cut by the protocol, by quote parity, as parallel_run's per-batch chunks
         are), so the one Python thread that read, cut and counted every chunk no longer takes a
-        core's share. `progress(records, bytes)`: what the streams read and sent so far."""
+        core's share. `progress(records, bytes)`: what the streams read and sent so far;
+        `delimiter` and `width` (the file's columns): for refuse_odd."""
         self.path = path
         self.quote = quote
+        self.delimiter = delimiter
+        self.width = width
 
         def report() -> None:
             progress(sum(w.records for w in self.workers), sum(w.bytes_sent for w in self.workers))

@@ -10,7 +10,7 @@ from ui.mapping_delegate import MappingDelegate
 from ui.table_models import MappingModel
 
 MIN_WIDTH = 300  # source, target, type and include in view (with the frame and a scroll bar)
-HINT = "Edit target names and types (your edits are kept); untick a column to skip it."
+HINT = "Edit target names, types and formats (your edits are kept); untick a column to skip it."
 
 
 class MappingPanel(QGroupBox):
@@ -24,18 +24,21 @@ class MappingPanel(QGroupBox):
         view.setModel(self.mapping)
         view.setItemDelegate(MappingDelegate(view))
         view.setWordWrap(False)
+        view.setTabKeyNavigation(False)  # Tab leaves the grid (it wrapped inside it); arrows move inside
         view.verticalHeader().setVisible(False)
         view.verticalHeader().setDefaultSectionSize(22)
         header = view.horizontalHeader()
         # Fixed widths: a long sample or name must not push the target type and warning out of sight.
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for col, width in enumerate((80, 64, 80, 100, 50)):
+        for col, width in enumerate((80, 64, 80, 90, 84, 50)):
             header.resizeSection(col, width)
         header.setMinimumSectionSize(30)
         # What the user edits comes first on screen (source, target, type, include), the sample after:
         # a narrow panel still shows them. The model's column numbers stay as they are.
         header.moveSection(MappingModel.SAMPLE, MappingModel.INCLUDE)
         header.setStretchLastSection(True)
+        # A wider panel widens the sample with the warning (at 64 px, a wide window still cut it).
+        header.setSectionResizeMode(MappingModel.SAMPLE, QHeaderView.ResizeMode.Stretch)
         # Centred, a title wider than its column lost both ends ("ource colum"): left-aligned and
         # elided at the right it reads from its start, and its tooltip has it whole.
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
@@ -55,6 +58,10 @@ class MappingPanel(QGroupBox):
         row.addWidget(self.mapping_hint, 1)
         row.addWidget(self.reset_btn)
         lay.addLayout(row)
+
+    def focus_order(self) -> list[QWidget]:
+        """The panel's controls in reading order, for the window's Tab chain."""
+        return [self.mapping_view, self.reset_btn]
 
     def show_unmatched(self, left: list[ColumnMap]) -> None:
         """Name the columns the existing table does not have; Run waits for them."""

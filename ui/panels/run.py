@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSplitter,
     QTableView,
     QTabWidget,
     QVBoxLayout,
@@ -83,14 +84,38 @@ class RunPanel(QGroupBox):
         self.log.setReadOnly(True)
         self.log.setMaximumBlockCount(20_000)
         self.log.setMinimumHeight(48)
+        self.log.setTabChangesFocus(True)  # Tab moves on, as everywhere else
         self.run_tabs = QTabWidget()
         self.run_tabs.addTab(self.log, "Log")
+        self.run_tabs.addTab(self._rejects_page(), "Rejected rows")
+        left.addStretch(1)
+        holder = QWidget()
+        holder.setLayout(left)
+        holder.setMinimumWidth(480)
+        holder.setMaximumWidth(560)
+        lay.addWidget(holder)
+        # The lists beside the controls, as high as the panel (below them, at 1366x768 the rejected rows
+        # showed one row); extra width goes to the lists first, then the chart. The user can move the split.
+        self.chart = ThroughputChart()
+        self.chart.setMinimumWidth(260)
+        self.chart.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # nothing to do there with the keyboard
+        self.lists_split = QSplitter(Qt.Orientation.Horizontal)
+        self.lists_split.setChildrenCollapsible(False)
+        self.lists_split.addWidget(self.run_tabs)
+        self.lists_split.addWidget(self.chart)
+        self.lists_split.setStretchFactor(0, 3)
+        self.lists_split.setStretchFactor(1, 2)
+        self.lists_split.setSizes([560, 420])
+        lay.addWidget(self.lists_split, 1)
+
+    def _rejects_page(self) -> QWidget:
         rejected = QWidget()
         rl = QVBoxLayout(rejected)
         rl.setContentsMargins(0, 0, 0, 0)
         self.rejects = RejectsModel()
         self.rejects_view = QTableView()
         self.rejects_view.setModel(self.rejects)
+        self.rejects_view.setTabKeyNavigation(False)  # Tab leaves the list; arrows move inside it
         self.rejects_view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.rejects_view.horizontalHeader().setStretchLastSection(True)
         self.rejects_view.setWordWrap(False)
@@ -113,15 +138,13 @@ class RunPanel(QGroupBox):
             b.setEnabled(False)
             file_row.addWidget(b)
         rl.addLayout(file_row)
-        self.run_tabs.addTab(rejected, "Rejected rows")
-        left.addWidget(self.run_tabs)
-        holder = QWidget()
-        holder.setLayout(left)
-        holder.setMinimumWidth(480)
-        holder.setMaximumWidth(620)
-        lay.addWidget(holder)
-        self.chart = ThroughputChart()
-        lay.addWidget(self.chart, 1)
+        return rejected
+
+    def focus_order(self) -> list[QWidget]:
+        """The panel's controls in reading order, for the window's Tab chain."""
+        return [self.run_btn, self.stop_btn, self.check_btn, self.resume_btn, self.restart_btn,
+                self.show_table_btn, self.run_tabs, self.log, self.rejects_view, self.open_rejects_btn,
+                self.show_rejects_btn, self.copy_rejects_btn]
 
     def log_line(self, text: str) -> None:
         """Append to the log and follow its newest line."""
@@ -193,6 +216,12 @@ class RunPanel(QGroupBox):
         self.show_rejects(None)
 
     def set_running(self, running: bool) -> None:
+        # The keyboard's place follows the button that can be pressed: Run (or Check) -> Stop -> Run. Left to
+        # Qt, a disabled button hands the focus on down the Tab chain, into the lists.
+        now, then = (self.stop_btn, (self.run_btn, self.check_btn)) if running else (self.run_btn, (self.stop_btn,))
+        now.setEnabled(True)
+        if any(b.hasFocus() for b in then):
+            now.setFocus(Qt.FocusReason.OtherFocusReason)
         self.run_btn.setEnabled(not running)
         self.check_btn.setEnabled(not running)
         self.stop_btn.setEnabled(running)

@@ -20,10 +20,12 @@ from core.spec import SourceOptions
 from ui.elided_label import ElidedLabel
 from ui.table_models import PreviewModel
 
-FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow"]
+FORMATS = ["(auto)", "csv", "tsv", "parquet", "json", "ndjson", "excel", "sql", "arrow", "pgtext"]
 MANY_TIP = ("A file; or many files with the same columns into one table: pick several in Open…, open a folder, "
             "or type a pattern such as /data/exports/*.csv and press Enter. Commit single loads them all in "
             "one transaction, per-file commits each file on its own")
+NULL_EVERYWHERE_TIP = ("The NULL marker was kept as text in columns of free text, where the same word can be a "
+                       "value; this reads it as NULL in every column (the command line's --null does the same)")
 NULL_TIP = "Text that means NULL, e.g. NA or \\N (empty: an empty unquoted field is NULL, \"\" is empty text)"
 
 
@@ -72,7 +74,12 @@ class SourcePanel(QGroupBox):
             form.addWidget(w)
         self.refresh_btn = QPushButton("Apply")
         self.refresh_btn.setToolTip("Re-read the preview with these options")
+        # Shown when a sniffed marker is kept as text in columns of free text (core.source_notes).
+        self.null_everywhere_btn = QPushButton("NULL everywhere")
+        self.null_everywhere_btn.setToolTip(NULL_EVERYWHERE_TIP)
+        self.null_everywhere_btn.setVisible(False)
         form.addStretch(1)
+        form.addWidget(self.null_everywhere_btn)
         form.addWidget(self.refresh_btn)
         lay.addLayout(form)
         tables = QHBoxLayout()
@@ -94,10 +101,23 @@ class SourcePanel(QGroupBox):
         view.horizontalHeader().setDefaultSectionSize(110)
         view.verticalHeader().setDefaultSectionSize(22)
         view.setWordWrap(False)
+        view.setTabKeyNavigation(False)  # Tab leaves the grid (it walked 200 rows cell by cell); arrows move inside
         self.preview_view = view
         lay.addWidget(view)
         self.source_status = ElidedLabel("No file yet.")  # a long status must not widen the window
         lay.addWidget(self.source_status)
+        # A marker kept as text somewhere is said in full, not elided away at the status line's end.
+        self.null_label = QLabel()
+        self.null_label.setWordWrap(True)
+        self.null_label.setStyleSheet("color: #8a4b00")
+        self.null_label.setVisible(False)
+        lay.addWidget(self.null_label)
+
+    def focus_order(self) -> list[QWidget]:
+        """The panel's controls in reading order, for the window's Tab chain."""
+        return [self.path_edit, self.open_btn, self.format_combo, self.encoding_edit, self.header_check,
+                self.delim_edit, self.quote_edit, self.null_edit, self.refresh_btn, self.script_table_combo,
+                self.preview_view]
 
     def show_script_tables(self, tables: list[tuple[str, int]], picked: str | None) -> None:
         """The pick-list of a script's tables; hidden unless it fills several."""
@@ -122,13 +142,16 @@ class SourcePanel(QGroupBox):
         self.header_check.setChecked(o.header is not False)
         self.encoding_edit.setText(o.encoding or "")
         self.null_edit.setText(o.null or "")
-        self.preview.set_frame(info.sample, info.types, info.bad)
+        shown = [f"{t}\n{f}" if f else t for t, f in zip(info.types, info.formats or [None] * len(info.types))]
+        self.preview.set_frame(info.sample, shown, info.bad)
         self.preview_view.clearSpans()
         for row in self.preview.bad_rows():
             self.preview_view.setSpan(row, 0, 1, max(1, len(info.columns)))
         note = info.null_note()
         bad = f" and {len(info.bad)} malformed record{'s' if len(info.bad) != 1 else ''} (marked ⚠)" if info.bad else ""
         what = f"{len(info.columns)} columns, {info.rows_text()}; showing {info.sample.height} rows"
+        if not info.columns and info.rows_exact and not info.rows:
+            what = "the file is empty (a load of it loads 0 rows)"
         if len(info.script_tables) > 1 and o.script_table is None:
             # All of a script's tables: the preview is the first one's, not the whole load.
             first, first_rows = info.script_tables[0]
@@ -136,12 +159,16 @@ class SourcePanel(QGroupBox):
                     f"({len(info.columns)} columns, {first_rows:,} rows)")
         if info.files:  # many files, one table: how many, which, read as one
             names = [f.rsplit("/", 1)[-1] for f in info.files]
-            shown = ", ".join(names) if len(names) <= 2 else f"{names[0]} … {names[-1]}"
-            what = f"{len(names)} files ({shown}) into one table, {info.rows_text()}, {len(info.columns)} columns"
+            listed = ", ".join(names) if len(names) <= 2 else f"{names[0]} … {names[-1]}"
+            what = f"{len(names)} files ({listed}) into one table, {info.rows_text()}, {len(info.columns)} columns"
         self.source_status.setText(f"{o.format}: {what}{bad}" + (f"; {note}" if note else ""))
         if info.files:
             self.source_status.setToolTip(self.source_status.text() + "\n\n" + "\n".join(info.files))
         self.null_edit.setToolTip(f"{NULL_TIP}\nSniffed: {note}" if note else NULL_TIP)
+        kept = o.null_columns is not None and bool(o.null) and len(o.null_columns) < len(info.columns)
+        self.null_everywhere_btn.setVisible(kept)
+        self.null_label.setText(info.null_kept_note() if kept else "")
+        self.null_label.setVisible(kept)
         self.show_script_tables(info.script_tables, o.script_table)
 
     def all_script_tables(self) -> bool:

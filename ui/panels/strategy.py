@@ -174,6 +174,11 @@ class StrategyPanel(QGroupBox):
                                          "of the rows read is rejected")
         self.reject_pct_label.setVisible(pct is not None)
 
+    def focus_order(self) -> list[QWidget]:
+        """The panel's controls in reading order, for the window's Tab chain."""
+        return [self.strategy_combo, self.batch_spin, self.workers_spin, self.commit_combo, self.policy_combo,
+                self.reject_limit_spin, self.reject_folder_edit, self.reject_browse_btn, self.reject_open_btn]
+
     def current(self) -> type[Strategy] | None:
         """The chosen strategy class; None for `auto`."""
         return self.strategies[self.strategy_combo.currentIndex()]

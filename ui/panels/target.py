@@ -78,6 +78,7 @@ class TargetPanel(QGroupBox):
         self.ddl_edit.setMaximumHeight(70)
         self.ddl_edit.setMinimumHeight(40)
         self.ddl_edit.setToolTip("CREATE TABLE used in mode 'create'; edit it freely")
+        self.ddl_edit.setTabChangesFocus(True)  # Tab moves on to the strategy; DDL needs no tab characters
         form.addRow("New table DDL", self.ddl_edit)
         # Shown when the box holds a hand edit that no longer follows the mapping (ui/ddl_box.py).
         self.ddl_note = ElidedLabel()  # a few words; the whole reason in its tooltip
@@ -89,6 +90,11 @@ class TargetPanel(QGroupBox):
         form.addRow("", note_row)
         self.ddl_note.setVisible(False)
         self.ddl_regenerate_btn.setVisible(False)
+
+    def focus_order(self) -> list[QWidget]:
+        """The panel's controls in reading order, for the window's Tab chain."""
+        return [self.conn_combo, self.connect_btn, self.new_btn, self.schema_combo, self.table_combo,
+                self.mode_combo, self.key_edit, self.ddl_edit]
 
     def show_database(self, info: DatabaseInfo, where: str) -> None:
         """The server's banner and its schemas (the schema typed so far is kept)."""

@@ -42,6 +42,16 @@ def raw_text_columns(plan: Plan) -> list[str]:
     return [m.target for m, s in zip(mp.included(plan.maps), plan.source.columns()) if s not in keep]
 
 
+def raw_copy_options(source: RawCsvChunks) -> dict[str, str]:
+    """COPY's options for the source's own bytes. The reader hands COPY UTF-8 whatever the
+    file's encoding: ENCODING says so, so the server converts to the database's encoding
+    (or refuses what it cannot store)."""
+    d = source.dialect
+    if source.format == "pgtext":  # COPY's own text format: no quote (core.sources.pgtext)
+        return {"format": "text", "delimiter": d.delimiter, "null": d.null, "encoding": "UTF8"}
+    return {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
+
+
 def user_ddl(text: str) -> sql.SQL:
     """The edited CREATE TABLE runs as written, so it must be one CREATE TABLE statement."""
     import re

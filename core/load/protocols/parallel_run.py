@@ -12,8 +12,9 @@ from psycopg import sql
 from core import checkpoint as ck
 from core import mapping as mp
 from core.db import connect
-from core.errors import Cancelled, ConfigError, LoadFailed, ParseInstead
+from core.errors import Cancelled, ConfigError, LoadFailed, ParseInstead, SourceError
 from core.events import Phase
+from core.first_bad import as_bad_record
 from core.load import stages
 from core.load.protocols import common
 from core.load.protocols.chunked import ChunkFailed, ChunkStreams, StreamPlan, frame_of, parsed_pieces, progress
@@ -115,6 +116,8 @@ def run_per_batch(
         except Cancelled:
             run.emit(Phase.CANCELLED, force=True)
             raise
+        except SourceError as exc:
+            raise (as_bad_record(exc) if exc.line is not None else exc) from None  # the data, not the arguments
         except ChunkFailed as cf:
             run.rows_loaded = base[1] + streams.loaded  # committed: the chunks that went through stay
             raise _explain(run, plan, proto, cf) from None
@@ -197,7 +200,7 @@ def data_span(plan: Plan) -> tuple[int, int] | None:
 
 def byte_cuts(source: RawCsvChunks, span: tuple[int, int], workers: int, info: TargetInfo | None,
               first_alone: bool = False) -> Iterator[int]:
-    """Chunk boundaries, found as the streams go (see csv_records.record_cuts). A first chunk
+    """Chunk boundaries, found as the streams go (see core.sources.csv.records.record_cuts). A first chunk
     that commits alone (with truncate's TRUNCATE) is small: the other streams wait for it. So are
     the streams' first chunks, so that every stream starts as soon as it is connected."""
     start, end = span
@@ -308,7 +311,8 @@ def feed_byte_ranges(run: RunContext, strategy: Strategy, plan: Plan) -> None:
     source = _csv(plan)
     cuts = byte_cuts(source, span, max(1, strategy.ctx.workers), run.target_info)
     ranges = ((p.lo, p.hi) for p in byte_pieces(cuts, Ranges([])))
-    strategy.feed_raw(ranges, str(source.path), source.dialect.quote.encode(), progress)
+    strategy.feed_raw(ranges, str(source.path), source.dialect.quote.encode(), progress,
+                      delimiter=source.dialect.delimiter.encode(), width=len(plan.source.columns()))
     plan.source.check_unchanged()
 
 

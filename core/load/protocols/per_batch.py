@@ -20,6 +20,7 @@ from core.errors import (
     ResumableStop,
 )
 from core.events import Phase
+from core.first_bad import in_file_order
 from core.load.explain import explain
 from core.load.protocols.common import connection_lost, ensure_target, move_sql, target_columns
 from core.load.rejects import RejectWriter
@@ -145,8 +146,9 @@ def commit_batches(
     conn = strategy.conn
     assert conn is not None
     ref, rejects = plan.target, run.rejects
-    for batch in plan.source.load_batches(run.spec.rows_per_batch, skip_rows=run.rows_read,
-                                          with_bad=rejects is not None):
+    batches = plan.source.load_batches(run.spec.rows_per_batch, skip_rows=run.rows_read,
+                                       with_bad=rejects is not None)
+    for batch in in_file_order(batches, strategy):
         run.cancel.check()
         plan.source.check_unchanged()
         mapped = mp.apply(batch.frame, plan.maps)

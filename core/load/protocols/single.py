@@ -30,6 +30,7 @@ from core.load.protocols.common import (
     ensure_target,
     is_format_error,
     move_sql,
+    raw_copy_options,
     raw_text_columns,
     rollback,
     target_columns,
@@ -38,7 +39,7 @@ from core.load.protocols.common import (
 from core.load.rejects import RejectWriter
 from core.plan import Plan
 from core.result import LoadResult
-from core.sources.abilities import InsertScript, RawCsvChunks, RawCsvSource, copy_reads_as_is
+from core.sources.abilities import InsertScript, RawCsvChunks, RawCsvSource, copy_reads_raw
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.abilities import ReplaysOnConflict, TwoPhaseCommits, WarmStarts
 from core.strategies.base import Strategy, WriteContext, WriteFailed
@@ -63,7 +64,7 @@ def run_single(
     # Bad rows can only be isolated from parsed batches, so `skip` never passes raw bytes.
     bytes_fit = (
         spec.on_error is ErrorPolicy.ABORT
-        and copy_reads_as_is(plan.source)
+        and copy_reads_raw(plan.source)
         and mp.is_identity(plan.maps, plan.source.columns())
         and not run.no_raw
     )
@@ -115,10 +116,7 @@ def run_single(
             warm=warm,
         )
         if (raw or warm) and isinstance(plan.source, RawCsvChunks):
-            d = plan.source.dialect
-            # The reader hands COPY UTF-8 whatever the file's encoding: say so, so the
-            # server converts to the database's encoding (or refuses what it cannot store).
-            ctx.copy_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
+            ctx.copy_options = raw_copy_options(plan.source)
             ctx.force_not_null = raw_text_columns(plan)
         if cls.chunk_commits and spec.on_error is ErrorPolicy.SKIP:
             # parallel_run is imported where it is used: a one-connection load never starts it up.

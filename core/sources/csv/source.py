@@ -18,6 +18,7 @@ import polars as pl
 
 from core.errors import SourceError
 from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
+from core.sources.csv import swallowed
 from core.sources.csv.parse import CsvRecordParsing
 from core.sources.csv.records import (
     count_byte,
@@ -175,9 +176,33 @@ class CsvSource(CsvRecordParsing, Source):
     def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
         """Whole data records, about chunk_bytes at a time, header skipped.
 
-        A file that ends inside a quoted field raises SourceError naming the line the field
-        opens at, unless `tolerant` (the parsed path, which turns it into a bad record).
+        A file that ends inside a quoted field, or holds one that swallowed whole records
+        (core.sources.csv.swallowed), raises SourceError naming the lines, unless `tolerant` (the parsed
+        path, which turns them into bad records). Chunks for COPY come with their records counted.
         """
+        chunks = self._raw_chunks(chunk_bytes, tolerant=tolerant)
+        return chunks if tolerant else self._counted_whole(chunks)
+
+    def _counted_whole(self, chunks: Iterator[RawChunk]) -> Iterator[RawChunk]:
+        """COPY's chunks, each with its records counted; one with a quoted field that swallowed
+        records is refused here, where COPY would take it as one long value."""
+        q, d = self.dialect.quote.encode(), self.dialect.delimiter.encode()
+        consumed = 0
+        for chunk in chunks:
+            nul = chunk.data.find(b"\x00")
+            if nul >= 0:  # COPY would refuse it as an encoding error; the parser names its record
+                raise SourceError("contains a NUL byte", path=str(self.path),
+                                  line=self._line_at(self._header_end + consumed + nul))
+            records, lines = records_and_lines(chunk.data, q)
+            if lines > records and not chunk.odd and swallowed.likely(chunk.data, d, q, len(self._columns)):
+                found = swallowed.first_found(chunk.data, d, q, len(self._columns),
+                                            self._line_at(self._header_end + consumed))
+                if found is not None:
+                    raise SourceError(found[1], path=str(self.path), line=found[0])
+            consumed += len(chunk.data)
+            yield dataclasses.replace(chunk, records=records)
+
+    def _raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
         chunk_bytes = chunk_bytes or CHUNK_BYTES
         q = self.dialect.quote.encode()
         d = self.dialect.delimiter.encode()
@@ -287,6 +312,9 @@ class CsvSource(CsvRecordParsing, Source):
             frame, bad = self.parse_records(
                 chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd
             )
+            if not chunk.odd:  # a quote that never closes, until one that swallowed records closes it
+                frame, bad = swallowed.set_apart(chunk.data, frame, bad, row, line,
+                                                     self.dialect.delimiter.encode(), self.dialect.quote.encode())
             yield frame, chunk.bytes_read, bad
             row += frame.height + len(bad)
             line += count_byte(chunk.data, b"\n")

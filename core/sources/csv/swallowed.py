@@ -1,0 +1,128 @@
+"""A quote that never closes: a quoted field that swallows whole records (issue 26 item 5).
+
+A field opening with a quote that the file never closes where it should runs on until the next
+quote character, which may be a hundred lines below: COPY (and psql) then load those lines as one
+value, and report success. Such a value has a shape no real one has: the lines inside it hold no
+quote (the first would have closed it) and exactly the file's record width of delimiters, like
+the records around it. A field is taken for one when enough of its inner lines (not the first,
+which continues the opening line, nor the last, which starts the closing one) are shaped so, and
+most of them are:
+
+    columns  2    3-4  5+
+    lines    4    2    1
+
+(few delimiters per line are common in prose; six commas and no quote on every line are not).
+
+Only chunks whose records span lines are looked at (a file without quoted newlines costs one
+count of its newlines), and first with numpy, line by line at once: whole lines inside a quoted
+field, with no quote and the record's width of delimiters. Only a chunk that has enough of them
+is read record by record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import polars as pl
+
+from core.sources.base import BadRecord
+from core.sources.csv.records import record_text, split_records
+
+
+def _needed(columns: int) -> int:
+    return 4 if columns <= 2 else 2 if columns <= 4 else 1
+
+
+def _multiline_quoted(rec: bytes, d: bytes, q: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) of each quoted value in `rec` that holds a newline; linear (str.find jumps)."""
+    pos, n = 0, len(rec)
+    while pos < n:
+        if rec.startswith(q, pos):
+            i = pos + 1
+            while True:
+                j = rec.find(q, i)
+                if j < 0:
+                    j = n
+                    break
+                if rec.startswith(q, j + 1):
+                    i = j + 2  # a doubled quote: part of the value
+                    continue
+                break
+            if rec.find(b"\n", pos + 1, j) >= 0:
+                yield pos + 1, j
+            nxt = rec.find(d, j)
+        else:
+            nxt = rec.find(d, pos)
+        if nxt < 0:
+            return
+        pos = nxt + 1
+
+
+def swallowing(rec: bytes, delimiter: bytes, quote: bytes, columns: int, line: int) -> str | None:
+    """Why the record starting at `line` holds a quoted field that swallowed records, or None."""
+    if not quote or columns < 2 or b"\n" not in rec:
+        return None
+    for start, end in _multiline_quoted(rec, delimiter, quote):
+        inner = rec[start:end].split(b"\n")[1:-1]
+        shaped = sum(1 for ln in inner if ln.count(delimiter) == columns - 1 and quote not in ln)
+        if shaped >= _needed(columns) and shaped >= 0.8 * len(inner):
+            opened = line + rec.count(b"\n", 0, start)
+            closed = opened + rec.count(b"\n", start, end)
+            d = "a tab" if delimiter == b"\t" else repr(delimiter.decode("utf-8", "replace"))
+            return (f"a quoted field opens at line {opened} and closes only at line {closed}, holding {shaped:,} "
+                    f"line{'s' if shaped != 1 else ''} shaped like whole records ({columns - 1} {d} delimiters, no "
+                    f"quote): a quote that never closes? Check the {quote.decode()} at line {opened}")
+    return None
+
+
+def likely(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> bool:
+    """Whether `data` (whole records) has enough whole lines inside quoted fields shaped like
+    records for find() to be worth running: a few passes of numpy over the bytes."""
+    if not quote or columns < 2 or quote not in data or len(delimiter) != 1 or len(quote) != 1:
+        return False
+    import numpy as np
+
+    a = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(a == 10)
+    quotes = np.searchsorted(np.flatnonzero(a == quote[0]), ends)  # quotes before each line end
+    in_line = np.diff(quotes, prepend=0)
+    delims = np.diff(np.searchsorted(np.flatnonzero(a == delimiter[0]), ends), prepend=0)
+    inside = ((quotes - in_line) % 2 == 1) & (in_line == 0)  # the whole line lies inside quotes
+    return int(np.count_nonzero(inside & (delims == columns - 1))) >= _needed(columns)
+
+
+def first_found(data: bytes, delimiter: bytes, quote: bytes, columns: int, first_line: int
+                ) -> tuple[int, str] | None:
+    """(start line, why) of the first swallowing record of `data` (whole records), or None."""
+    if not likely(data, delimiter, quote, columns):
+        return None
+    return next(((line, why) for _i, line, _rec, why in find(data, delimiter, quote, columns, first_line)), None)
+
+
+def find(data: bytes, delimiter: bytes, quote: bytes, columns: int, first_line: int
+         ) -> Iterator[tuple[int, int, bytes, str]]:
+    """(record index, start line, record bytes, reason) of each swallowing record in `data`."""
+    for index, (line, start, end, _closed) in enumerate(split_records(data, quote, first_line)):
+        rec = data[start:end]
+        why = swallowing(rec, delimiter, quote, columns, line)
+        if why is not None:
+            yield index, line, rec, why
+
+
+def set_apart(data: bytes, frame: pl.DataFrame, bad: list[BadRecord], first_row: int, first_line: int,
+              delimiter: bytes, quote: bytes) -> tuple[pl.DataFrame, list[BadRecord]]:
+    """A parsed chunk with its swallowing records moved from the good rows to the malformed ones."""
+    if data.count(b"\n") <= frame.height + len(bad) or not likely(data, delimiter, quote, frame.width):
+        return frame, bad
+    known = {b.row for b in bad}
+    found = [(first_row + i, line, rec, why) for i, line, rec, why in find(data, delimiter, quote, frame.width,
+                                                                          first_line)
+             if first_row + i not in known]
+    if not found:
+        return frame, bad
+    drop = set()
+    for row, _line, _rec, _why in found:
+        drop.add(row - first_row - sum(1 for r in known if r < row))  # its place among the good rows
+    keep = pl.Series([i not in drop for i in range(frame.height)])
+    more = [BadRecord(row, line, record_text(rec), why) for row, line, rec, why in found]
+    return frame.filter(keep), sorted(bad + more, key=lambda b: b.row)
