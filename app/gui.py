@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -82,6 +83,14 @@ def main(argv: list[str]) -> int:
         window.set_connection_dsn(args.dsn)
     window.refresh_database()
 
+    def later(ms: int, fn: Callable[[], object]) -> None:
+        """`fn` after `ms` on a timer the window owns: it goes with the window, never outlives it."""
+        timer = QTimer(window)
+        timer.setSingleShot(True)
+        timer.timeout.connect(fn)
+        timer.timeout.connect(timer.deleteLater)
+        timer.start(ms)
+
     def shoot() -> None:
         if args.screenshot and not outcome.get("shot"):
             outcome["shot"] = 1
@@ -95,8 +104,8 @@ def main(argv: list[str]) -> int:
         outcome["code"] = code
         if args.screenshot:
             # Once the plan for the next run is said again (or after 5 s), so the shot shows it.
-            window.foresight.updated.connect(lambda _t: QTimer.singleShot(100, shoot))
-            QTimer.singleShot(5000, shoot)
+            window.foresight.updated.connect(lambda _t: later(100, shoot))
+            later(5000, shoot)
 
     if args.run:
         # The exit status tells a script how the --run load went; loads the user starts by hand
@@ -112,11 +121,11 @@ def main(argv: list[str]) -> int:
         if args.table:
             window.table_combo.setEditText(args.table)
         if args.run:
-            QTimer.singleShot(200, window.start_run)
+            later(200, window.start_run)
         elif args.screenshot:
             # Once the plan for the run is shown (or after 5 s, when there is none to show).
-            window.foresight.updated.connect(lambda _t: QTimer.singleShot(100, shoot))
-            QTimer.singleShot(5000, shoot)
+            window.foresight.updated.connect(lambda _t: later(100, shoot))
+            later(5000, shoot)
 
     if args.open or args.profile:
         window.source_ready.connect(on_ready)
@@ -125,10 +134,10 @@ def main(argv: list[str]) -> int:
         else:
             window.open_file(args.open)
     elif args.screenshot:
-        window.database_ready.connect(lambda: QTimer.singleShot(300, shoot))
+        window.database_ready.connect(lambda: later(300, shoot))
     window.show()
     if not args.screenshot:
-        QTimer.singleShot(0, lambda: offer_crash_reports(window))
+        later(0, lambda: offer_crash_reports(window))
     code = app.exec()
     crash_reports.disarm()
     return outcome["code"] or code

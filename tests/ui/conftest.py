@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections.abc import Iterator
@@ -54,10 +55,19 @@ def _no_leaks(qtbot: Any) -> Iterator[None]:
         qtbot.waitUntil(lambda: not new_threads(), timeout=10_000)  # a thread ending with its job may take a moment
     except qtbot.TimeoutError:
         pytest.fail(f"Python threads left running: {new_threads()}")
-    windows = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+    # Widgets of earlier tests held in reference cycles are freed now, not in the middle of the walk
+    # below: a collection there deleted widgets (and Qt's own timers in them) whose wrappers the walk
+    # still held, and the next isActive() read freed memory (a segfault seen in full GUI runs).
+    gc.collect()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    gc.disable()
+    try:
+        windows = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+        timers = [t for w in QApplication.allWidgets() for t in w.findChildren(QTimer) if t.isActive()]
+        timers += [t for t in QCoreApplication.instance().findChildren(QTimer) if t.isActive()]
+    finally:
+        gc.enable()
     assert not windows, f"windows left open: {[w.windowTitle() or type(w).__name__ for w in windows]}"
-    timers = [t for w in QApplication.allWidgets() for t in w.findChildren(QTimer) if t.isActive()]
-    timers += [t for t in QCoreApplication.instance().findChildren(QTimer) if t.isActive()]
     assert not timers, f"timers still running: {[(t.parent().__class__.__name__, t.interval()) for t in timers]}"
 
 
