@@ -13,10 +13,11 @@ from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QHeaderView,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QPushButton,
     QSplitter,
@@ -35,6 +36,7 @@ from ui.compare_tab import CompareTab
 from ui.foresight import Foresight
 from ui.layout import scrolled
 from ui.mapping_controller import MappingController
+from ui.menus import build_menus
 from ui.panels.mapping import MappingPanel
 from ui.panels.run import RunPanel
 from ui.panels.source import SourcePanel
@@ -90,7 +92,7 @@ class MainWindow(QMainWindow):
         self.targets = TargetController(self)
         self.maps = MappingController(self)
         self._wire()
-        self._build_menus()
+        build_menus(self)
         self.foresight = Foresight(self)  # the plan for the next run, said before it starts
         self.wheel_guard = guard_wheel(self)  # a wheel scrolls the forms; it changes no unfocused value
 
@@ -208,40 +210,6 @@ class MainWindow(QMainWindow):
             self.history.refresh()  # runs of the command line since the last look
             self.history_view.scrollToBottom()  # the newest run
 
-    def _build_menus(self) -> None:
-        p = self.profiles
-        file_menu = self.menuBar().addMenu("&File")
-        self._action(file_menu, "&Open file…", QKeySequence.StandardKey.Open, self._on_open_clicked)
-        self._action(file_menu, "Open &folder…", None, self._on_open_folder_clicked)
-        self.recent_menu = file_menu.addMenu("Recent files")
-        file_menu.addSeparator()
-        self._action(file_menu, "Open &profile…", "Ctrl+Shift+O", p.on_open_profile)
-        self._action(file_menu, "&Save profile…", QKeySequence.StandardKey.Save, p.on_save_profile)
-        self.recent_profiles_menu = file_menu.addMenu("Recent profiles")
-        self._action(file_menu, "Export &history as CSV…", None, p.on_export_history)
-        self._action(file_menu, "C&lear history…", None, self.runs.clear_history)
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
-        map_menu = self.menuBar().addMenu("&Mapping")
-        self._action(map_menu, "&Reset mapping", None, self.reset_mapping)
-        run_menu = self.menuBar().addMenu("&Run")
-        self._action(run_menu, "&Run load", "Ctrl+R", self.start_run)
-        self.addAction(self._action(run_menu, "Run (F5)", "F5", self.start_run))
-        self._action(run_menu, "&Check before loading (rolled back)", "Ctrl+K", self.check_run)
-        self._action(run_menu, "&Stop", "Esc", self.stop_run)
-        self._action(run_menu, "Show &table", "Ctrl+T", self.targets.show_table)
-        server_menu = self.menuBar().addMenu("&Server")
-        self._action(server_menu, "&Connection details (DSN, psql)…", None, self.targets.show_server_info)
-        p.refresh_recent()
-
-    def _action(self, menu: Any, text: str, shortcut: Any, slot: Any) -> QAction:
-        act = QAction(text, self)
-        if shortcut is not None:
-            act.setShortcut(QKeySequence(shortcut))
-        act.triggered.connect(lambda _checked=False: slot())
-        menu.addAction(act)
-        return act
-
     def _release_memory(self, *_args: Any) -> None:
         QTimer.singleShot(0, memory.release)
 
@@ -297,6 +265,8 @@ class MainWindow(QMainWindow):
                 self.strategy_panel.forget_choice()
         self._load_preview(options or SourceOptions(path=path))
 
+    recent_menu: QMenu  # File > Recent files and Recent profiles (ui/menus.py makes them)
+    recent_profiles_menu: QMenu
     _propose_table = False  # the next preview names the target after its file
     _opened_path = ""
 

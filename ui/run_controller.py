@@ -30,34 +30,13 @@ from ui.history_model import HistoryModel
 from ui.mapping_controller import left_out_text
 from ui.reject_files import RejectFiles
 from ui.run_guard import judge
+from ui.run_texts import load_summary, rows_text
 from ui.worker import Job
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
 
 CHECKS_KEPT = 20  # reject files of the newest checks kept in the data directory
-
-
-def _rows(n: int) -> str:
-    """'1 row', '2 rows' ("1 rows were rejected")."""
-    return f"{n:,} row{'' if n == 1 else 's'}"
-
-
-def _load_summary(result: LoadResult, rate: str) -> str:
-    """The summary of a load that finished; a resumed one says what this run added and what the table holds."""
-    n = result.rows_rejected
-    rejected = f" {_rows(n)} {'was' if n == 1 else 'were'} rejected: see {result.reject_file}." if n else ""
-    if result.files:  # many files: how many, and where each is counted
-        rejected += f" From {len(result.files)} files: each one's rows are counted in the log."
-    if not result.resumed_from:
-        return (f"Loaded {_rows(result.rows_loaded)} in {result.seconds:.2f} s ({rate}) with {result.strategy}."
-                + rejected)
-    # rows_loaded counts the earlier run's committed rows too: say both. The rate is this run's rows
-    # loaded in this run's seconds (result.rows_per_s), as in the counters and the History.
-    this_run = max(result.rows_read - result.resumed_from, 0)
-    return (f"Resumed after {result.resumed_from:,} source rows committed earlier: this run went through the "
-            f"other {_rows(this_run)} in {result.seconds:.2f} s ({rate}) with {result.strategy}; "
-            f"{_rows(result.rows_loaded)} of this file are now in the table.{rejected}")
 
 
 class RunController(QObject):
@@ -356,7 +335,7 @@ class RunController(QObject):
             if stop is not None:
                 p.progress.setFormat("checked: the run would stop")
         else:
-            p.summary.setText(_load_summary(result, rate) + self._mode_said())
+            p.summary.setText(load_summary(result, rate) + self._mode_said())
         if result.chosen:
             self.w.strategy_panel.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
@@ -383,7 +362,7 @@ class RunController(QObject):
         if not self.removed:
             return " Mode truncate: the table was empty before."
         were = "was" if self.removed == 1 else "were"
-        return f" Mode truncate: {_rows(self.removed)} that {were} in the table {were} removed first."
+        return f" Mode truncate: {rows_text(self.removed)} that {were} in the table {were} removed first."
 
     def _stopped_read(self) -> int:
         """Rows read when the run stopped (the last progress event)."""
@@ -489,13 +468,13 @@ class RunController(QObject):
         if n == 0:
             QMessageBox.information(self.w, "Sluice", "The history is empty.")
             return
-        question = (f"Forget all {_rows(n).replace('row', 'run')} in the history, those of the command line "
+        question = (f"Forget all {rows_text(n).replace('row', 'run')} in the history, those of the command line "
                     f"too?\n\nTables, data files and reject files are not touched. The history is kept in "
                     f"{self.history.store.path}.")
         if not dialogs.ask(self.w, "Clear history", question, "Clear history", destructive=True):
             return
         self.history.clear()
-        self.p.log_line(f"history cleared: {_rows(n).replace('row', 'run')} forgotten")
+        self.p.log_line(f"history cleared: {rows_text(n).replace('row', 'run')} forgotten")
 
     # -- comparisons ------------------------------------------------------------------------------
 

@@ -28,10 +28,6 @@ class Verdict:
     destructive: bool = False  # rows go or are overwritten: Cancel is the default button
 
 
-def _rows(n: int) -> str:
-    return f"{n:,} row{'' if n == 1 else 's'}"
-
-
 def exists_text(ref: TableRef) -> str:
     """Why mode create cannot run: said in the plan line and when Run is pressed."""
     return (f"{ref.display()} already exists, and mode create makes a new table: choose append, truncate or upsert "
