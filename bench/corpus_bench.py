@@ -59,19 +59,21 @@ def _export_binary(dsn: str, table: str, shape: str) -> Path:
     return out
 
 
-def _cases(shape: str, path: Path, table: str, dsn: str, rows: int) -> list[tuple[str, list[str]]]:
+def _cases(shape: str, path: Path, table: str, dsn: str, rows: int,
+           strategies: tuple[str, ...] = STRATEGIES) -> list[tuple[str, list[str]]]:
     load = [sys.executable, "-m", "app", "load", str(path), "--table", table, "--dsn", dsn]
     cases = [("psql \\copy", psql_cmd(dsn, "-c", f"\\copy {table} FROM '{path}' CSV HEADER"))]
-    cases += [(s, load if s == "auto" else [*load, "--strategy", s]) for s in STRATEGIES]
+    cases += [(s, load if s == "auto" else [*load, "--strategy", s]) for s in strategies]
     if rows >= 5_000_000:
         cases.append(("parallel-copy per-batch", [*load, "--strategy", "parallel-copy", "--commit", "per-batch"]))
     return cases
 
 
-def bench_shape(shape: str, rows: int, repeat: int, dsn: str) -> dict[str, list[float]]:
+def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
+                strategies: tuple[str, ...] = STRATEGIES) -> dict[str, list[float]]:
     path = generate(shape, rows, DATA)
     table = f"bench_{shape}"
-    cases = _cases(shape, path, table, dsn, rows)
+    cases = _cases(shape, path, table, dsn, rows, strategies)
     times: dict[str, list[float]] = {name: [] for name, _ in cases}
     times["L0: server COPY FROM its binary file"] = []
     binary: Path | None = None
@@ -131,6 +133,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dsn", default=None, help="a DSN, or 'embedded'; default: the local server if it answers")
     ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes (default: all)")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated (default: %(default)s)")
     ap.add_argument("--big", action="store_true", help="also the mixed shape at 5M rows")
     ap.add_argument("--out", help="write the table, with machine, date, server and command, to this Markdown file")
     a = ap.parse_args()
@@ -143,7 +146,7 @@ def main() -> int:
     results: dict[str, dict[str, list[float]]] = {}
     for shape in shapes:
         print(f"{shape}…", file=sys.stderr, flush=True)
-        results[shape] = bench_shape(shape, rows_of[shape], a.repeat, dsn)
+        results[shape] = bench_shape(shape, rows_of[shape], a.repeat, dsn, tuple(a.strategies.split(",")))
     with psycopg.connect(dsn) as c:
         version = c.execute("SHOW server_version").fetchone()
     server = f"PostgreSQL {version[0] if version else '?'} ({'embedded' if 'host=/' in dsn else dsn})"

@@ -1,23 +1,30 @@
-"""Warm start: the server loads the file's first records while the client's encoder loads.
+"""Warm start and balance: the server parses some of the file's records while the client encodes the rest.
 
 copy-binary needs polars, pyarrow, numpy and pgpq before its first tuple can be encoded:
-some 0.2 s of imports on one core, while the server, on the other, has nothing to do. When
-the file's own bytes could go to COPY (a CSV mapped column for column, `abort` on error),
-copy-binary builds its encoder on a thread and, meanwhile, sends the first records as they
-are, in 1 MB chunks of one CSV COPY statement; from the first chunk read after the encoder
-is ready, the rest is parsed, typed and sent as binary COPY in the same transaction. Every
-value reaches the table as PostgreSQL's own CSV input or as the exactly typed binary form,
-which the fidelity tests hold to be the same.
+some 0.2 s of imports on one core, while the server, on the other, has nothing to do. And
+once it runs, the client's parsing and encoding of a chunk can cost more than the server's
+own parsing of the same bytes would (quoted text, timestamps with offsets): a client that is
+the slower of the two leaves the server waiting. So when the file's own bytes could go to
+COPY (a CSV mapped column for column, `abort` on error), the reader decides chunk by chunk, as
+it reads, ahead of the sender: while the encoder has work queued (or is still loading), the
+chunk goes as it is, in a CSV COPY statement the server parses; when the encoder is about to
+run dry, the next few MB are left to it to parse, type and send as binary COPY. Both stay
+busy, and the split follows whatever each column type costs each side on this machine. The
+chunks are sent in file order, in one transaction; every value reaches the table as
+PostgreSQL's own CSV input or as the exactly typed binary form, which the fidelity tests hold
+to be the same.
 
-Only for files of WARM_MIN_BYTES or more. A refusal inside the raw part is reported by
+Only for files of WARM_MIN_BYTES or more. A refusal inside a raw part is reported by
 running the load again through the parser (core.load.protocols.single turns it into
-ParseInstead), which names the row exactly; one after the switch is named by its row, the
-raw part's records counted.
+ParseInstead), which names the row exactly; one in a binary part is named by its row, the
+raw parts' records counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from core import mapping as mp
@@ -25,7 +32,7 @@ from core.events import Phase
 from core.first_bad import in_file_order
 from core.load.stages import Prefetch, send_prepared
 from core.sources.abilities import RawCsvSource
-from core.sources.base import Batch, RawChunk
+from core.sources.base import Batch, ParseLater, RawChunk
 from core.strategies.abilities import WarmStarts
 
 if TYPE_CHECKING:
@@ -36,41 +43,83 @@ if TYPE_CHECKING:
 # Below this size the whole file would go as CSV before the encoder is ready: such a file
 # loads as copy-binary always did, every batch typed (the fidelity tests' files among them).
 WARM_MIN_BYTES = 32 << 20
+# Chunks the reader may run ahead of the sender (WARM_CHUNK_BYTES each, 1 MB): while the encoder
+# works on a unit, the raw chunks before it keep the server busy; enough to cover one unit's
+# encoding (4 MB, some 0.1 s) at the server's CSV pace.
+LOOKAHEAD = 16
+ENCODER_QUEUE = 2  # units with the encoder (one in work, one waiting), so it never waits on the reader
 
 
 def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
     source = plan.source
     assert isinstance(source, RawCsvSource) and isinstance(strategy, WarmStarts)  # the load chose both for it
     ready = strategy.ready
-    maps, prepare = plan.maps, strategy.prepare
-    warm_rows = 0
+    maps, prepare, batch_rows = plan.maps, strategy.prepare, run.spec.rows_per_batch
+    queued = _Count()  # units handed to the encoder and not encoded yet
+    sent = {"raw": 0, "binary": 0}
 
-    def encode(items: Iterator[RawChunk | Batch]) -> Iterator[tuple[RawChunk | Batch, Any, object]]:
-        for item in items:
-            if isinstance(item, RawChunk):
-                yield item, None, item.records
-            else:
-                mapped = mp.apply(item.frame, maps)
-                yield item, mapped, prepare(mapped)
+    def parse_now() -> bool:  # asked by the reader as it reads each chunk
+        return ready.is_set() and queued.value < ENCODER_QUEUE
 
-    # Queues of one: the reader decides raw or parsed as it reads a chunk, so each chunk
-    # queued ahead is one more promised to the slower CSV path once the encoder is ready.
-    with Prefetch(source.raw_then_batches(ready.is_set, run.spec.rows_per_batch), depth=1) as items, \
-            Prefetch(encode(iter(items)), depth=1, name="sluice-encoder") as encoded:
-        for item, mapped, prepared in in_file_order(encoded, strategy, reparse=True):
-            run.cancel.check()
-            source.check_unchanged()
-            if isinstance(item, RawChunk):
-                assert isinstance(prepared, int)
-                strategy.write_warm(item.data, prepared)
-                run.rows_read += prepared
-                run.rows_loaded += prepared
-                warm_rows += prepared
-                run.bytes_read = item.bytes_read
-                run.emit(Phase.LOADING)
-            else:
-                send_prepared(run, strategy, item, mapped, prepared)
+    def encode(item: ParseLater | Batch) -> list[tuple[Batch, Any, object]]:  # on the encoder's thread
+        try:
+            batches = source.parse_later(item, batch_rows) if isinstance(item, ParseLater) else [item]
+            out = []
+            for batch in batches:
+                mapped = mp.apply(batch.frame, maps)
+                out.append((batch, mapped, prepare(mapped)))
+            return out
+        finally:
+            queued.add(-1)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="sluice-encoder") as encoder:
+        def handed(items: Iterator[RawChunk | ParseLater | Batch]) -> Iterator[RawChunk | Future[Any]]:
+            for item in items:  # on the reader's thread: units go to the encoder as soon as they are read
+                if isinstance(item, RawChunk):
+                    yield item
+                else:
+                    queued.add(1)
+                    yield encoder.submit(encode, item)
+
+        def in_order(items: Iterable[RawChunk | Future[Any]]) -> Iterator[tuple[RawChunk | Batch, Any, object]]:
+            for item in items:
+                if isinstance(item, RawChunk):
+                    yield item, None, item.records
+                else:
+                    yield from item.result()  # the encoder's error, at its place in the file
+
+        try:
+            with Prefetch(handed(source.raw_or_parsed(parse_now, batch_rows)), depth=LOOKAHEAD) as items:
+                for item, mapped, prepared in in_file_order(in_order(items), strategy, reparse=True):
+                    run.cancel.check()
+                    source.check_unchanged()
+                    if isinstance(item, RawChunk):
+                        assert isinstance(prepared, int)
+                        strategy.write_warm(item.data, prepared)
+                        run.rows_read += prepared
+                        run.rows_loaded += prepared
+                        sent["raw"] += prepared
+                        run.bytes_read = item.bytes_read
+                        run.emit(Phase.LOADING)
+                    else:
+                        send_prepared(run, strategy, item, mapped, prepared)
+                        sent["binary"] += item.frame.height
+        finally:
+            encoder.shutdown(wait=True, cancel_futures=True)
     source.check_unchanged()
-    if warm_rows:
-        run.on_log(f"copy-binary: the first {warm_rows:,} rows went as the file's own CSV while the binary "
-                   "encoder loaded (warm start)")
+    if sent["raw"]:
+        total = sent["raw"] + sent["binary"]
+        run.on_log(f"copy-binary: {sent['raw']:,} of {total:,} rows went as the file's own CSV, parsed by the "
+                   "server while the client's encoder loaded or was busy (warm start); the rest as binary")
+
+
+class _Count:
+    """An int that two threads change."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.value += n

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from core.sources.base import Batch, RawChunk, Source, ValueGuard
+    from core.sources.base import Batch, ParseLater, RawChunk, Source, ValueGuard
     from core.sources.sniff import CsvDialect
 
 
@@ -43,8 +43,10 @@ class RawCsvSource(RawCsvChunks, Protocol):
     @property
     def quote(self) -> str: ...
 
-    def raw_then_batches(self, parse_now: Callable[[], bool], batch_rows: int,
-                         raw_bytes: int | None = None) -> Iterator[RawChunk | Batch]: ...
+    def raw_or_parsed(self, parse_now: Callable[[], bool], batch_rows: int, unit_bytes: int = ...,
+                      raw_bytes: int | None = None) -> Iterator[RawChunk | ParseLater | Batch]: ...
+
+    def parse_later(self, unit: ParseLater, batch_rows: int) -> list[Batch]: ...
 
     def row_at_data_line(self, data_line: int) -> int | None: ...
 

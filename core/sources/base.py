@@ -59,6 +59,17 @@ class RawChunk:
 
 
 @dataclass(frozen=True)
+class ParseLater:
+    """Whole CSV records the reader leaves for the encoding stage to parse (core.load.warm_start):
+    `row`, `line` and `offset` say where they start, so their rows are numbered as batches() would."""
+
+    chunk: RawChunk
+    row: int
+    line: int
+    offset: int
+
+
+@dataclass(frozen=True)
 class Fingerprint:
     size: int
     mtime_ns: int

@@ -35,7 +35,7 @@ class FormattedSource(Source):
         self._located = _RowLines(inner)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("raw_chunks", "raw_then_batches") or name.startswith("__"):
+        if name in ("raw_chunks", "raw_or_parsed", "parse_later") or name.startswith("__"):
             raise AttributeError(name)  # converted values cannot come from the file's own bytes
         return getattr(self.inner, name)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 import polars as pl
 
 from core.errors import SourceError
-from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
+from core.sources.base import BadRecord, Batch, ParseLater, RawChunk, Source, rebatch_parts
 from core.sources.csv import swallowed
 from core.sources.csv.parse import CsvRecordParsing
 from core.sources.csv.records import (
@@ -193,8 +193,8 @@ class CsvSource(CsvRecordParsing, Source):
             if nul >= 0:  # COPY would refuse it as an encoding error; the parser names its record
                 raise SourceError("contains a NUL byte", path=str(self.path),
                                   line=self._line_at(self._header_end + consumed + nul))
-            records, lines = records_and_lines(chunk.data, q)
-            if lines > records and not chunk.odd and swallowed.likely(chunk.data, d, q, len(self._columns)):
+            records, lines, suspect = swallowed.counted(chunk.data, d, q, len(self._columns))
+            if suspect and not chunk.odd:
                 found = swallowed.first_found(chunk.data, d, q, len(self._columns),
                                             self._line_at(self._header_end + consumed))
                 if found is not None:
@@ -320,34 +320,59 @@ class CsvSource(CsvRecordParsing, Source):
             line += count_byte(chunk.data, b"\n")
             offset += len(chunk.data)
 
-    def raw_then_batches(self, parse_now: Callable[[], bool], batch_rows: int,
-                         raw_bytes: int | None = None) -> Iterator[RawChunk | Batch]:
-        """The file's own records in small raw chunks until `parse_now()` says otherwise, then
-        the rest parsed, in batches (see core.load.warm_start). A chunk COPY would read differently
-        (a bare quote) turns to parsing at once. The first batch's first_row counts the raw
-        chunks' records, so rows are numbered as in batches()."""
+    def raw_or_parsed(self, parse_now: Callable[[], bool], batch_rows: int, unit_bytes: int = CHUNK_BYTES,
+                      raw_bytes: int | None = None) -> Iterator[RawChunk | ParseLater | Batch]:
+        """The file's records in order, each chunk either as it is (for CSV COPY) or, when
+        `parse_now()` says so as it is read, about `unit_bytes` of records left to parse_later()
+        on the encoding stage (core.load.warm_start balances the two). From a chunk COPY would
+        read differently (a bare quote), or holding a value the client refuses, the rest is
+        parsed here, in batches."""
         chunks = self.raw_chunks(raw_bytes or WARM_CHUNK_BYTES)
         q = self.dialect.quote.encode()
         row, line, offset = 0, 1 + self._header_lines, 0
-        for chunk in chunks:
-            if chunk.odd or chunk.refused or parse_now():
-                # The first part parsed is a small one, so the first binary batch leaves soon.
-                rest = itertools.chain([chunk], _regroup(chunks, CHUNK_BYTES))
-                parsed = rebatch_parts(self._parts(rest, row, line, offset), batch_rows, 0,
-                                       start=(row, offset + self._header_end + self.dialect.bom_bytes))
-                if self.refuse is not None:
-                    parsed = self.refuse.apply(self, parsed, with_bad=False)  # raises at the first bad record
-                for batch in parsed:
-                    if batch.bad:
-                        first = batch.bad[0]
-                        raise SourceError(first.reason, path=str(self.path), line=first.line)
-                    yield batch
+        back: list[RawChunk] = []  # read ahead, and not for the unit being gathered
+        while True:
+            chunk = back.pop() if back else next(chunks, None)
+            if chunk is None:
                 return
+            if chunk.odd or chunk.refused:
+                rest = itertools.chain([chunk], _regroup(chunks, CHUNK_BYTES))
+                yield from self._parsed(rest, batch_rows, row, line, offset)
+                return
+            later = parse_now()
+            if later:
+                group, size = [chunk], len(chunk.data)
+                while size < unit_bytes:
+                    more = next(chunks, None)
+                    if more is None:
+                        break
+                    if more.odd or more.refused:
+                        back.append(more)
+                        break
+                    group.append(more)
+                    size += len(more.data)
+                chunk = _joined(group)
             records, lines = records_and_lines(chunk.data, q)
-            yield dataclasses.replace(chunk, records=records)
-            row += records
-            line += lines
-            offset += len(chunk.data)
+            chunk = dataclasses.replace(chunk, records=records)
+            yield ParseLater(chunk, row, line, offset) if later else chunk
+            row, line, offset = row + records, line + lines, offset + len(chunk.data)
+
+    def parse_later(self, unit: ParseLater, batch_rows: int) -> list[Batch]:
+        """The records raw_or_parsed() left to parse, in batches; a malformed record raises
+        SourceError naming its line."""
+        return list(self._parsed([unit.chunk], batch_rows, unit.row, unit.line, unit.offset))
+
+    def _parsed(self, chunks: Iterable[RawChunk], batch_rows: int, row: int, line: int, offset: int
+                ) -> Iterator[Batch]:
+        parsed = rebatch_parts(self._parts(chunks, row, line, offset), batch_rows, 0,
+                               start=(row, offset + self._header_end + self.dialect.bom_bytes))
+        if self.refuse is not None:
+            parsed = self.refuse.apply(self, parsed, with_bad=False)  # raises at the first bad record
+        for batch in parsed:
+            if batch.bad:
+                first = batch.bad[0]
+                raise SourceError(first.reason, path=str(self.path), line=first.line)
+            yield batch
 
     def locate(self, row: int) -> tuple[int | None, str | None]:
         """Slow on purpose: only error reports ask, so it rescans the file."""

@@ -26,7 +26,9 @@ from collections.abc import Iterator
 import polars as pl
 
 from core.sources.base import BadRecord
-from core.sources.csv.records import record_text, split_records
+from core.sources.csv.records import lend_numpy, record_text, records_and_lines, split_records
+
+_NUMPY_BYTES = 1 << 16  # below this, numpy's start-up per call costs more than it saves
 
 
 def _needed(columns: int) -> int:
@@ -78,17 +80,47 @@ def swallowing(rec: bytes, delimiter: bytes, quote: bytes, columns: int, line: i
 def likely(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> bool:
     """Whether `data` (whole records) has enough whole lines inside quoted fields shaped like
     records for find() to be worth running: a few passes of numpy over the bytes."""
-    if not quote or columns < 2 or quote not in data or len(delimiter) != 1 or len(quote) != 1:
-        return False
+    return counted(data, delimiter, quote, columns)[2]
+
+
+def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> tuple[int, int, bool]:
+    """(records, lines, likely()) of `data` (whole records), the records and lines as
+    records_and_lines() counts them, in one pass: the quotes before each line end say both
+    whether it ends a record (an even count) and whether the line after it lies inside a
+    quoted field; only such lines with no quote of their own have their delimiters counted."""
+    if not quote or quote not in data or len(delimiter) != 1 or len(quote) != 1 or len(data) < _NUMPY_BYTES:
+        records, lines = records_and_lines(data, quote)
+        return records, lines, lines > records and _likely_slow(data, delimiter, quote, columns)
     import numpy as np
 
+    lend_numpy()  # imported now anyway: the bare-quote test and the counts use it from here on
     a = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(a == 10)
-    quotes = np.searchsorted(np.flatnonzero(a == quote[0]), ends)  # quotes before each line end
-    in_line = np.diff(quotes, prepend=0)
-    delims = np.diff(np.searchsorted(np.flatnonzero(a == delimiter[0]), ends), prepend=0)
-    inside = ((quotes - in_line) % 2 == 1) & (in_line == 0)  # the whole line lies inside quotes
-    return int(np.count_nonzero(inside & (delims == columns - 1))) >= _needed(columns)
+    before = np.searchsorted(np.flatnonzero(a == quote[0]), ends)  # quotes before each line end
+    last = 1 if not data.endswith(b"\n") else 0  # the file's last record, with no newline
+    records = int(np.count_nonzero((before & 1) == 0)) + last
+    if columns < 2 or len(ends) <= records:
+        return records, len(ends), False
+    # Line k + 1 lies inside a quoted field, with no quote of its own.
+    inside = np.flatnonzero(((before[:-1] & 1) == 1) & (before[1:] == before[:-1]))
+    need = _needed(columns)
+    if len(inside) < need:
+        return records, len(ends), False
+    starts, stops = ends[inside] + 1, ends[inside + 1]
+    if len(inside) <= 512:
+        shaped = sum(1 for s, e in zip(starts.tolist(), stops.tolist(), strict=True)
+                     if data.count(delimiter, s, e) == columns - 1)
+    else:
+        at = np.flatnonzero(a == delimiter[0])
+        shaped = int(np.count_nonzero(np.searchsorted(at, stops) - np.searchsorted(at, starts) == columns - 1))
+    return records, len(ends), shaped >= need
+
+
+def _likely_slow(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> bool:
+    """likely() for small chunks, without numpy: record by record."""
+    if not quote or columns < 2 or quote not in data:
+        return False
+    return any(True for _ in find(data, delimiter, quote, columns, 1))
 
 
 def first_found(data: bytes, delimiter: bytes, quote: bytes, columns: int, first_line: int
