@@ -32,7 +32,7 @@ from core.preview import SourceInfo, inspect_source
 from core.sources.many import common_name, join_paths
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.target_facts import TableSize
-from ui.compare_tab import CompareTab
+from ui.compare.tab import CompareTab
 from ui.foresight import Foresight
 from ui.layout import scrolled
 from ui.mapping_controller import MappingController
