@@ -15,6 +15,7 @@ from core.db import Column, TableRef, connect, list_schemas, list_tables, resolv
 from core.errors import SluiceError
 from core.pgtypes import is_relative, normalize_type, refused, text_reason
 from core.source_notes import report
+from core.sources.abilities import RawCsvChunks, ScriptTables, SniffedText
 from core.sources.base import BadRecord, Source
 from core.sources.csv.records import count_records
 from core.sources.factory import open_source
@@ -86,19 +87,20 @@ class SourceInfo:
 def inspect_source(options: SourceOptions, rows: int = 200) -> SourceInfo:
     opts = replace(options)
     source = open_source(opts)
-    dialect = getattr(source, "dialect", None)
-    if dialect is not None:
+    seen_at: tuple[int, ...] = ()  # the columns where the sniffed NULL marker was seen
+    if isinstance(source, SniffedText):
+        d = source.dialect
+        seen_at = d.null_seen
         opts = replace(
-            opts, delimiter=dialect.delimiter, quote=dialect.quote, header=dialect.header,
-            encoding=dialect.encoding, null=dialect.null,
-            null_columns=getattr(source, "null_columns", None),
-            empty_null_columns=getattr(source, "empty_null_columns", None) or None,
+            opts, delimiter=d.delimiter, quote=d.quote, header=d.header, encoding=d.encoding, null=d.null,
+            null_columns=source.null_columns,
+            empty_null_columns=source.empty_null_columns or None,
         )
     sample, bad, whole = _sample_with_bad(source, rows)
     dtypes = source.dtypes()
     types = [mp.suggested_type(sample[c], dtypes.get(c)) if c in sample.columns else "text" for c in source.columns()]
-    seen = [source.columns()[i] for i in getattr(dialect, "null_seen", ()) if i < len(source.columns())]
-    tables = [(t.target.display(), t.rows) for t in getattr(source, "tables", [])]
+    seen = [source.columns()[i] for i in seen_at if i < len(source.columns())]
+    tables = [(t.target.display(), t.rows) for t in source.tables] if isinstance(source, ScriptTables) else []
     picked = [(t, n) for t, n in tables if opts.script_table in (t, t.split(".")[-1])]
     count, exact = _row_count(source, sample, len(bad), whole, picked or tables)
     files = tuple(str(p.path) for p in source.parts) if isinstance(source, ManySource) else ()
@@ -174,12 +176,11 @@ def _row_count(
 def _bytes_per_record(source: Source) -> float | None:
     """A CSV's bytes per record in its first few megabytes, quotes and quoted newlines counted
     as they stand (the sample's field text leaves them out); None for other formats."""
-    chunks = getattr(source, "raw_chunks", None)
-    dialect = getattr(source, "dialect", None)
-    if chunks is None or dialect is None:
+    if not isinstance(source, RawCsvChunks):
         return None
+    dialect = source.dialect
     try:
-        first = next(iter(chunks(1 << 20, tolerant=True)), None)
+        first = next(iter(source.raw_chunks(1 << 20, tolerant=True)), None)
     except (SluiceError, OSError):
         return None
     if first is None:

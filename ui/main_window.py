@@ -1,15 +1,17 @@
 """The workbench window: source, mapping, target, strategy and a live run, side by side.
 
 The panels (ui/panels/) hold the widgets; the run controller (ui/run_controller.py) runs loads
-and checks and keeps the history; the target controller (ui/target_controller.py) keeps the
-connection and the database's tables; profile actions (ui/profile_actions.py) open and save
-profiles. This module wires them: the file and its preview, the target table and its mapping,
-and the public methods the tests and the Compare tab drive.
+and checks; the target controller (ui/target_controller.py) keeps the connection and the database's
+tables; the mapping controller (ui/mapping_controller.py) maps the file onto its table; profile
+actions (ui/profile_actions.py) open and save profiles; the foresight (ui/foresight.py) says the plan.
+They share the Load tab's state (ui/state.py) and never import this module: each gets the state,
+its panels and narrow interfaces, and `_connect` wires them to one another, in one place. This
+module also reads the file and its preview, and keeps the public methods the tests, app/gui.py and
+the Compare tab drive.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -28,23 +30,26 @@ from PySide6.QtWidgets import (
 )
 
 from core import memory
-from core.preview import SourceInfo, inspect_source
-from core.sources.many import common_name, join_paths
+from core.preview import SourceInfo
+from core.sources.many import join_paths
 from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.target_facts import TableSize
-from ui.compare_tab import CompareTab
+from ui.compare.tab import CompareTab
 from ui.foresight import Foresight
 from ui.layout import scrolled
 from ui.mapping_controller import MappingController
-from ui.menus import build_menus
+from ui.menus import MenuSlots, build_menus
 from ui.panels.mapping import MappingPanel
 from ui.panels.run import RunPanel
 from ui.panels.source import SourcePanel
 from ui.panels.strategy import StrategyPanel
 from ui.panels.target import TargetPanel
-from ui.profile_actions import ProfileActions, table_name_for
+from ui.profile_actions import ProfileActions
 from ui.run_controller import RunController
+from ui.run_history import RunHistory
 from ui.settings import Settings
+from ui.source_controller import SourceController
+from ui.state import LoadState
 from ui.target_controller import TargetController
 from ui.wheel_guard import guard_wheel
 from ui.window_state import WindowPlacement
@@ -79,22 +84,38 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings.load()
         self.setWindowTitle("Sluice")
         self.setAcceptDrops(True)
-        self._generation = 0  # previews of older generations are ignored
         self._bg = Background(self, self.on_background_failed)
-        self.source_info: SourceInfo | None = None
-        self.target_size: TableSize | None = None  # the existing target's rows, looked up with its columns
-        self.last_error = ""
+        self.state = LoadState(self)  # the file, the server, the target's size, the run: shared by the parts
         self._build()
-        self.runs = RunController(self)
-        self.history = self.runs.history
+        s, t, g, r = self.source_panel, self.target_panel, self.strategy_panel, self.run_panel
+        state, spec, bg = self.state, self.current_spec, self.background
+        self.kept = RunHistory(self, spec)  # runs and comparisons into the History tab
+        self.profiles = ProfileActions(self.settings, self.kept.model, self.compare_tab, self, spec=spec,
+                                       table_name=t.table_name)
+        self.sources = SourceController(state, s, t, g, self, bg, self.profiles.file_dialog)
+        self.history = self.kept.model
         self.history_view.setModel(self.history)
-        self.profiles = ProfileActions(self)
-        self.targets = TargetController(self)
-        self.maps = MappingController(self)
-        self._wire()
-        build_menus(self)
-        self.foresight = Foresight(self)  # the plan for the next run, said before it starts
+        self.targets = TargetController(state, t, self.settings, self, bg)
+        self.maps = MappingController(state, self.mapping_panel, t, self, bg, s.all_script_tables)
+        self.runs = RunController(state, r, g, self.settings, self, spec=spec, mapping=self.maps, server=self.targets,
+                                  background=bg, all_script_tables=s.all_script_tables, history=self.kept)
+        # The plan for the next run, said before it starts.
+        self.foresight = Foresight(state, t, g, r, self, spec=spec, mapping=self.maps, background=bg)
+        self._connect()
         self.wheel_guard = guard_wheel(self)  # a wheel scrolls the forms; it changes no unfocused value
+
+    # The shared state under the window's old names (tests read them).
+    @property
+    def source_info(self) -> SourceInfo | None:
+        return self.state.source_info
+
+    @property
+    def target_size(self) -> TableSize | None:
+        return self.state.target_size  # the existing target's rows, looked up with its columns
+
+    @property
+    def last_error(self) -> str:
+        return self.state.last_error
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -124,7 +145,7 @@ class MainWindow(QMainWindow):
         vsplit.setStretchFactor(1, 2)
         # Below the panels' smallest sizes (1024x700) the Load tab scrolls instead of growing the window.
         tabs.addTab(scrolled(vsplit), "Load")
-        self.compare_tab = CompareTab(self)
+        self.compare_tab: CompareTab = CompareTab(self)
         tabs.addTab(self.compare_tab, "Compare")
         hist: QTableView = QTableView()
         hist.setWordWrap(False)
@@ -186,24 +207,85 @@ class MainWindow(QMainWindow):
         self.run_tabs, self.rejects, self.chart = r.run_tabs, r.rejects, r.chart
         self.open_rejects_btn = r.open_rejects_btn
 
-    def _wire(self) -> None:
-        s, t = self.source_panel, self.target_panel
-        s.path_edit.returnPressed.connect(self._on_path_entered)
-        s.open_btn.clicked.connect(self._on_open_clicked)
-        s.refresh_btn.clicked.connect(self._on_refresh_clicked)
-        s.null_everywhere_btn.clicked.connect(self._on_null_everywhere_clicked)
-        s.script_table_combo.activated.connect(self._on_script_table_picked)
+    def _connect(self) -> None:
+        """Every connection between the window's parts, here and nowhere else: the panels to the window's
+        slots, the controllers to one another (their signals to each other's slots), and their signals to
+        the window's, which tests, app/gui.py and the Compare tab listen to. The order is the order the
+        slots of one signal run in."""
+        t, g, r = self.target_panel, self.strategy_panel, self.run_panel
+        runs, maps, targets, profiles, plan = self.runs, self.maps, self.targets, self.profiles, self.foresight
+        sources = self.sources
+        # The controllers' signals are the window's.
+        for mine, theirs in ((runs.run_started, self.run_started), (runs.run_finished, self.run_finished),
+                             (runs.run_failed, self.run_failed), (runs.run_cancelled, self.run_cancelled),
+                             (runs.run_refused, self.run_refused), (runs.run_ended, self.run_ended),
+                             (runs.check_finished, self.check_finished), (maps.mapping_ready, self.mapping_ready),
+                             (targets.database_ready, self.database_ready), (targets.table_shown, self.table_shown),
+                             (targets.server_info_shown, self.server_info_shown),
+                             (sources.source_ready, self.source_ready)):
+            mine.connect(theirs)
+        # The target table, the mode and the mapping's edits.
         self.mapping.dataChanged.connect(self._on_mapping_changed)
         self.mapping_panel.reset_btn.clicked.connect(self.reset_mapping)
         t.table_combo.currentTextChanged.connect(self._on_table_changed)
         t.mode_combo.currentTextChanged.connect(self._on_mapping_changed)
         t.mode_combo.activated.connect(self._on_mode_picked)
-        self.run_panel.show_table_btn.clicked.connect(self.targets.show_table)
-        self.compare_tab.finished.connect(self.runs.add_comparison)
+        r.show_table_btn.clicked.connect(targets.show_table)
+        self.compare_tab.finished.connect(self.kept.add_comparison)
         # What a finished or stopped run held goes back to the system once the window has shown its end.
         self.run_ended.connect(self._release_memory)
         self.compare_tab.comparison_finished.connect(self._release_memory)
         self.tabs.currentChanged.connect(self._on_tab_changed)
+        # Controller to controller.
+        sources.file_changed.connect(maps.forget_file)  # edits belong to the file they were made on
+        sources.file_changed.connect(runs.forget_result)  # the last file's result is not this one's
+        sources.opened.connect(profiles.remember_opened)
+        sources.read.connect(maps.rebuild)
+        targets.target_moved.connect(maps.rebuild)  # the target's columns and rows as this server has them
+        maps.size_read.connect(targets.note_size)
+        runs.facts_read.connect(targets.note_facts)  # a table list that disagrees is read again
+        runs.tables_changed.connect(targets.refresh_table_list_quietly)
+        runs.table_created.connect(maps.table_created)  # the next run appends
+        runs.rows_counted.connect(self._on_rows_counted)
+        maps.waiting.connect(r.progress.setFormat)
+        profiles.profile_opened.connect(self.apply_spec)
+        profiles.file_chosen.connect(self.open_file)
+        for speaker in (targets, maps, profiles, self.kept):
+            speaker.said.connect(r.log_line)
+        for failing in (sources, targets, maps, runs, profiles):
+            failing.failed.connect(self.on_background_failed)
+        recent = build_menus(self, MenuSlots(
+            open_file=sources.on_open_clicked, open_folder=sources.on_open_folder_clicked,
+            open_profile=profiles.on_open_profile, save_profile=profiles.on_save_profile,
+            export_history=profiles.on_export_history, clear_history=self.kept.clear, reset_mapping=self.reset_mapping,
+            start_run=self.start_run, check_run=self.check_run, stop_run=self.stop_run,
+            show_table=targets.show_table, server_info=targets.show_server_info))
+        self.recent_menu, self.recent_profiles_menu = recent
+        profiles.set_recent_menus(*recent)
+        # The plan line asks again after each change of the set-up (a moment after the last one).
+        for signal in (g.strategy_combo.currentIndexChanged, g.commit_combo.currentIndexChanged,
+                       g.policy_combo.currentIndexChanged, g.batch_spin.valueChanged, g.workers_spin.valueChanged,
+                       t.mode_combo.currentIndexChanged, t.table_combo.currentTextChanged,
+                       t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged,
+                       self.mapping.modelReset, self.mapping.dataChanged):
+            signal.connect(plan.schedule)
+        # What auto chose for the last run is stale once the user changes the settings, the table or the
+        # server (not the mapping or mode a create run switches by itself: the note stays after that run).
+        for signal in (g.commit_combo.currentIndexChanged, g.policy_combo.currentIndexChanged,
+                       g.batch_spin.valueChanged, g.workers_spin.valueChanged, t.table_combo.currentTextChanged,
+                       t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged):
+            signal.connect(plan.on_setup_changed)
+        # A plan belongs to one server: a switch clears it at once, and the new server's table list asks again.
+        t.conn_combo.currentTextChanged.connect(plan.on_connection_changed)
+        self.database_ready.connect(plan.schedule)
+        # A run started before the plan was said (a profile run at once, Ctrl+R right after
+        # picking) left the line empty: once it ends, say the plan for the next one.
+        self.run_ended.connect(plan.schedule)
+
+    def _on_rows_counted(self, before: SourceInfo, after: SourceInfo) -> None:
+        """A run counted the file's rows: the source line says that number, not the estimate."""
+        status = self.source_status
+        status.setText(status.text().replace(before.rows_text(), after.rows_text(), 1))
 
     def _on_tab_changed(self, index: int) -> None:
         if self.tabs.widget(index) is self.history_view:
@@ -224,114 +306,21 @@ class MainWindow(QMainWindow):
         return self._bg.jobs
 
     def on_background_failed(self, message: str) -> None:
-        self.last_error = message
+        self.state.last_error = message
         self.run_panel.log_line("error: " + message)
         QMessageBox.warning(self, "Sluice", message)
 
-    # -- source ----------------------------------------------------------------------------
-
-    def _on_open_clicked(self) -> None:
-        path = self.profiles.file_dialog(
-            "Open a data file (or several with the same columns, into one table)",
-            "Data files (*.csv *.tsv *.txt *.parquet *.json *.ndjson *.jsonl *.xlsx *.sql *.arrow);;All files (*)",
-            many=True,
-        )
-        if path:
-            self.open_file(path)
-
-    def _on_open_folder_clicked(self) -> None:
-        """A folder of files with the same columns (monthly exports): one table (core.sources.many)."""
-        path = self.profiles.file_dialog("Open a folder of files with the same columns", "", folder=True)
-        if path:
-            self.open_file(path)
-
-    def _on_path_entered(self) -> None:
-        self.open_file(self.path_edit.text().strip())
-
-    def open_file(self, path: str, options: SourceOptions | None = None, *, keep_target: bool = False) -> None:
-        """Preview a file; a different file proposes a new table named after it (unless `keep_target`)."""
-        new_file = path != self._opened_path
-        self._opened_path = path
-        self.path_edit.setText(path)
-        self._propose_table = new_file and not keep_target
-        if new_file:
-            self.mapping.reset_edits()  # edits belong to the file they were made on
-            if not keep_target:
-                self.maps.mode_pinned = False  # a new file's table gets the mode its table suggests
-            self.maps.ddl.forget_edit()
-            self.maps.profile_left_out = None
-            if self.runs.job is None and not self.runs.starting:
-                self.run_panel.clear_result()  # the last file's result is not this one's
-                self.strategy_panel.forget_choice()
-        self._load_preview(options or SourceOptions(path=path))
+    # -- source (ui/source_controller.py reads it) -----------------------------------------------
 
     recent_menu: QMenu  # File > Recent files and Recent profiles (ui/menus.py makes them)
     recent_profiles_menu: QMenu
-    _propose_table = False  # the next preview names the target after its file
-    _opened_path = ""
+
+    def open_file(self, path: str, options: SourceOptions | None = None, *, keep_target: bool = False) -> None:
+        """Preview a file; a different file proposes a new table named after it (unless `keep_target`)."""
+        self.sources.open_file(path, options, keep_target=keep_target)
 
     def _on_refresh_clicked(self) -> None:
-        if self.path_edit.text().strip():
-            self._load_preview(self._source_options())
-
-    def _on_null_everywhere_clicked(self) -> None:
-        """The marker named by the user, not sniffed: it reads as NULL in every column."""
-        if self.path_edit.text().strip():
-            self._load_preview(self.source_panel.options(None))
-
-    def _on_script_table_picked(self, _index: int) -> None:
-        combo = self.script_table_combo
-        picked = combo.currentData()
-        self.table_combo.setEditText(str(picked or combo.itemData(1)).split(".")[-1])
-        self._on_refresh_clicked()
-
-    def _load_preview(self, options: SourceOptions) -> None:
-        self._generation += 1
-        gen = self._generation
-        self.source_status.setText("reading…")
-        self.background(lambda *_a: inspect_source(options), lambda info: self._on_source_inspected(gen, info),
-                        self._on_source_failed)
-
-    def _on_source_failed(self, message: str) -> None:
-        self.source_status.setText("cannot read this file")
-        self.on_background_failed(message)
-
-    def _on_source_inspected(self, gen: int, info: SourceInfo) -> None:
-        if gen != self._generation:
-            return  # a newer preview is on its way
-        self.source_info = info
-        o = info.options
-        self._remember_opened(o.path)
-        self.source_panel.show_info(info)
-        several = len(info.script_tables) > 1 and o.script_table is None
-        self.target_panel.show_all_tables(info.script_tables if several else None)
-        # Several tables load together only in append or truncate.
-        self.target_panel.allow_modes({LoadMode.APPEND, LoadMode.TRUNCATE} if several else set(LoadMode))
-        if self._propose_table or not self.table_combo.currentText():
-            # A new file proposes a new table named after it, never the last file's table.
-            self._propose_table = False
-            first = o.script_table or (info.script_tables[0][0] if info.script_tables else None)
-            named = common_name(list(info.files)) if info.files else o.path  # many files: their common name
-            self.target_panel.set_table_quietly(first.split(".")[-1] if first else table_name_for(named))
-        self.maps.rebuild()
-        self.strategy_panel.allow_scripts(o.format == "sql")
-        self.source_ready.emit()
-
-    def _remember_opened(self, path: str) -> None:
-        """Recent files and the last folder: only files that opened (a mistyped path is not kept)."""
-        self.settings.remember("recent_files", path)
-        self.profiles.remember_folder(path)
-        self.profiles.refresh_recent()
-
-    def _source_options(self) -> SourceOptions:
-        # A sniffed marker keeps to the columns it was sniffed for until the user changes it.
-        info = self.source_info
-        if info is None or info.options.path != self.path_edit.text().strip() \
-                or info.options.null != self.null_edit.text():
-            return self.source_panel.options(None)
-        # ...and so do the columns where an empty field is NULL beside it.
-        return replace(self.source_panel.options(info.options.null_columns),
-                       empty_null_columns=info.options.empty_null_columns)
+        self.sources.refresh()
 
     # -- target table and mapping ------------------------------------------------------------
 
@@ -366,16 +355,13 @@ class MainWindow(QMainWindow):
 
     def source_rows(self) -> int | None:
         """The opened file's exact row count (None while unknown or only estimated)."""
-        info = self.source_info
-        if info is None or not info.rows_exact or info.options.path != self.path_edit.text().strip():
-            return None
-        return info.rows
+        return self.sources.rows()
 
     def current_spec(self) -> LoadSpec:
         mode = LoadMode(self.mode_combo.currentText())
         ddl = self.ddl_edit.toPlainText().strip() if mode is LoadMode.CREATE else None
         return LoadSpec(
-            source=self._source_options(),
+            source=self.sources.options(),
             target=TargetSpec(
                 table=self.table_combo.currentText().strip(), schema=self.targets.schema(), mode=mode,
                 key=[k.strip() for k in self.key_edit.text().split(",") if k.strip()],
@@ -415,7 +401,7 @@ class MainWindow(QMainWindow):
     def _on_profile_source_ready(self) -> None:
         cols = self._pending_columns
         if cols:
-            info = self.source_info
+            info = self.state.source_info
             samples = {} if info is None or info.sample.height == 0 else {
                 c: (None if info.sample[c][0] is None else str(info.sample[c][0])) for c in info.columns}
             self.mapping.reset_edits()

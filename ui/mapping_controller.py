@@ -4,14 +4,16 @@ It is built again when the file or the table changes: a new table takes the file
 and inferred types; an existing one is read on a background worker (its columns and its
 size) and matched by name, or by position for a script's unnamed columns. The user's edits
 are laid over it (core of that in table_models.MappingModel), and a new table's DDL follows.
-The window owns the panels and the mapping_ready signal, like TargetController.
+It reads the file, the server's tables and the DSN from the shared state (ui/state.py) and keeps
+the existing target's size there; it owns the mapping panel and the target panel's table fields.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, Signal
 
 from core.column_formats import settle
 from core.db import TableRef
@@ -23,29 +25,57 @@ from core.target_facts import TableSize
 from ui.ddl_box import DdlBox
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.panels.mapping import MappingPanel
+    from ui.panels.target import TargetPanel
+    from ui.state import LoadState
+    from ui.worker import InBackground
 
 
 class MappingController(QObject):
-    """Builds, watches and resets the mapping of the window's file onto its target table."""
+    """Builds, watches and resets the mapping of the window's file onto its target table.
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.w = window
+    Signals: mapping_ready() (a mapping is shown), size_read(object dsn, object TableRef, object TableSize)
+    (the existing target's rows, read with its columns), waiting(str) (a run waits for the table's columns),
+    said(str) (a line for the run log), failed(str) (an error for the user).
+    """
+
+    mapping_ready = Signal()
+    size_read = Signal(object, object, object)
+    waiting = Signal(str)
+    said = Signal(str)
+    failed = Signal(str)
+
+    def __init__(self, state: LoadState, mapping_panel: MappingPanel, target_panel: TargetPanel, parent: QObject,
+                 background: InBackground, all_script_tables: Callable[[], bool]) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.m, self.t = mapping_panel, target_panel
+        self.mapping = mapping_panel.mapping
+        self._background = background
+        self._all_script_tables = all_script_tables  # the source panel's: a script's tables all loaded at once
         self._gen = 0  # the newest mapping request; older table look-ups are dropped
         self.pending = False  # the existing table's columns are on their way: a run waits for them
         # A mode the user picked or a profile set: never changed by what the table list suggests.
         self.mode_pinned = False
-        self.ddl = DdlBox(window.target_panel)
+        self.ddl = DdlBox(target_panel)
         # The columns an opened profile leaves out: said in the plan, but a create need not ask about them.
         self.profile_left_out: set[str] | None = None
 
+    def forget_file(self, keep_target: bool) -> None:
+        """Another file is opened: edits belong to the file they were made on (and, unless `keep_target`,
+        the mode pinned for the last file's table)."""
+        self.mapping.reset_edits()
+        if not keep_target:
+            self.mode_pinned = False  # a new file's table gets the mode its table suggests
+        self.ddl.forget_edit()
+        self.profile_left_out = None
+
     def rebuild(self) -> None:
-        w = self.w
-        info = w.source_info
+        state, t = self.state, self.t
+        info = state.source_info
         if info is None:
             return
-        table = w.table_combo.currentText().strip()
+        table = t.table_name()
         exists = self.table_exists()
         samples = {c: (None if info.sample.height == 0 else info.sample[c][0]) for c in info.columns}
         samples = {k: (None if v is None else str(v)) for k, v in samples.items()}
@@ -53,24 +83,24 @@ class MappingController(QObject):
         gen = self._gen
         if not exists:
             self.pending = False
-            w.target_size = None
+            state.target_size = None
             self.show(new_table_maps(info), samples, info, None)
             if table and not self.mode_pinned:
                 # A script's tables load together into tables that exist: append.
-                several = w.source_panel.all_script_tables()
-                w.mode_combo.setCurrentText((LoadMode.APPEND if several else LoadMode.CREATE).value)
+                several = self._all_script_tables()
+                t.mode_combo.setCurrentText((LoadMode.APPEND if several else LoadMode.CREATE).value)
             return
         # Onto an existing table: by name only (never by position, but for a script's unnamed columns).
-        ref, dsn = TableRef(table, w.schema_combo.currentText() or "public"), w.targets.dsn()
+        ref, dsn = TableRef(table, t.schema_combo.currentText() or "public"), state.dsn
 
         def look(*_a: Any) -> tuple[Any, TableSize | None]:
             return inspect_table(dsn, ref), table_size(dsn, ref)
 
         def on_columns(got: tuple[Any, TableSize | None]) -> None:
-            if gen != self._gen or dsn != w.targets.dsn():
+            if gen != self._gen or dsn != state.dsn:
                 return  # the user moved on to another table, file or server
-            cols, w.target_size = got
-            w.targets.note_size(dsn, ref, w.target_size)
+            cols, state.target_size = got
+            self.size_read.emit(dsn, ref, state.target_size)
             self.pending = False
             if cols is None:
                 self.show(new_table_maps(info), samples, info, None)
@@ -81,21 +111,18 @@ class MappingController(QObject):
             self.show(maps, samples, info, [(c.name, c.type) for c in cols])
 
         self.pending = True
-        w.background(look, on_columns, self._failed)
-        if w.mode_combo.currentText() == LoadMode.CREATE.value and not self.mode_pinned:
-            w.mode_combo.setCurrentText(LoadMode.APPEND.value)
+        self._background(look, on_columns, self._failed)
+        if t.mode_combo.currentText() == LoadMode.CREATE.value and not self.mode_pinned:
+            t.mode_combo.setCurrentText(LoadMode.APPEND.value)
 
     def table_exists(self) -> bool:
         """Whether the target table is in the database's list (as last read from the server)."""
-        w = self.w
-        table = w.table_combo.currentText().strip()
-        db = w.targets.db
-        return bool(db and table and table in db.tables.get(w.schema_combo.currentText() or "public", []))
+        return self.state.lists_table(self.t.table_name(), self.t.schema_combo.currentText() or "public")
 
     def missing_script_tables(self) -> list[str]:
         """All of a script's tables picked: those the database's list does not have (empty when not known)."""
-        info, db = self.w.source_info, self.w.targets.db
-        if info is None or db is None or not self.w.source_panel.all_script_tables():
+        info, db = self.state.source_info, self.state.database
+        if info is None or db is None or not self._all_script_tables():
             return []
         missing = []
         for name, _rows in info.script_tables:
@@ -106,33 +133,33 @@ class MappingController(QObject):
 
     def left_out(self) -> list[str]:
         """The file's columns the mapping leaves out (unticked, perhaps to fit another table)."""
-        info = self.w.source_info
+        info = self.state.source_info
         if info is None:
             return []
-        taken = {m.source for m in self.w.mapping.maps if m.include and m.source}
+        taken = {m.source for m in self.mapping.maps if m.include and m.source}
         return [c for c in info.columns if c not in taken]
 
     def table_created(self) -> None:
         """A create-mode load made the target: it is known at once, and the next run appends."""
-        w = self.w
+        t = self.t
         self.mode_pinned = False  # the create asked for is done
-        db = w.targets.db
-        table = w.table_combo.currentText().strip()
+        db = self.state.database
+        table = t.table_name()
         if db is not None and not self.table_exists():
-            db.tables.setdefault(w.schema_combo.currentText() or "public", []).append(table)
-            w.target_panel.show_tables(db.tables[w.schema_combo.currentText() or "public"])
+            db.tables.setdefault(t.schema_combo.currentText() or "public", []).append(table)
+            t.show_tables(db.tables[t.schema_combo.currentText() or "public"])
         self.rebuild()  # onto the table now: its columns, its size, and mode append
 
     def _failed(self, message: str) -> None:
         self.pending = False
-        self.w.on_background_failed(message)
+        self.failed.emit(message)
 
     def after(self, action: Any) -> bool:
         """Run `action` once the pending mapping arrives (True), or say there is none pending (False)."""
         if not self.pending:
             return False
-        self.w.progress.setFormat("waiting for the table's columns…")
-        self.w.mapping_ready.connect(action, Qt.ConnectionType.SingleShotConnection)
+        self.waiting.emit("waiting for the table's columns…")
+        self.mapping_ready.connect(action, Qt.ConnectionType.SingleShotConnection)
         return True
 
     def show(
@@ -140,23 +167,27 @@ class MappingController(QObject):
         table: list[tuple[str, str]] | None = None,
     ) -> None:
         """Show a mapping (the user's edits laid over it); `table`: the existing target's columns."""
-        self.w.mapping.set_mapping(maps, samples, info.sample if info is not None else None, table)
+        self.mapping.set_mapping(maps, samples, info.sample if info is not None else None, table)
         self.changed()
-        self.w.mapping_ready.emit()
+        self.mapping_ready.emit()
 
     def reset(self) -> None:
         """Forget the user's edits: back to what the file and the table suggest."""
-        self.w.mapping.reset_edits()
+        self.mapping.reset_edits()
         self.rebuild()
-        self.w.run_panel.log_line("mapping reset to the suggested one")
+        self.said.emit("mapping reset to the suggested one")
 
-    def changed(self) -> None:
-        w = self.w
-        w.ddl_edit.setEnabled(w.mode_combo.currentText() == LoadMode.CREATE.value)  # used in create mode only
-        w.mapping_panel.show_unmatched(w.mapping.unmatched())
-        table = w.table_combo.currentText().strip()
-        if table and w.mapping.maps and any(m.include for m in w.mapping.maps):
-            self.ddl.follow(TableRef(table, w.targets.schema()), w.mapping.maps)  # a hand edit is kept
+    def unmatched(self) -> list[ColumnMap]:
+        """Included columns the existing table does not have (a run waits until each is matched or skipped)."""
+        return self.mapping.unmatched()
+
+    def changed(self, *_args: Any) -> None:
+        t, mapping = self.t, self.mapping
+        t.ddl_edit.setEnabled(t.mode_combo.currentText() == LoadMode.CREATE.value)  # used in create mode only
+        self.m.show_unmatched(mapping.unmatched())
+        table = t.table_name()
+        if table and mapping.maps and any(m.include for m in mapping.maps):
+            self.ddl.follow(TableRef(table, t.schema()), mapping.maps)  # a hand edit is kept
 
 
 def left_out_text(columns: list[str]) -> str:

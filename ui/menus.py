@@ -2,40 +2,59 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow, QMenu
 
-if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+Slot = Callable[[], object]
 
 
-def build_menus(w: MainWindow) -> None:
-    """The menus; `w.recent_menu` and `w.recent_profiles_menu` are filled by the profile actions."""
-    p = w.profiles
+@dataclass(frozen=True)
+class MenuSlots:
+    """What each menu entry does (the window's _connect gives the controllers' slots)."""
+
+    open_file: Slot
+    open_folder: Slot
+    open_profile: Slot
+    save_profile: Slot
+    export_history: Slot
+    clear_history: Slot
+    reset_mapping: Slot
+    start_run: Slot
+    check_run: Slot
+    stop_run: Slot
+    show_table: Slot
+    server_info: Slot
+
+
+def build_menus(w: QMainWindow, do: MenuSlots) -> tuple[QMenu, QMenu]:
+    """The menus; returns File > Recent files and Recent profiles, for the profile actions to fill."""
     file_menu = w.menuBar().addMenu("&File")
-    add_action(w, file_menu, "&Open file…", QKeySequence.StandardKey.Open, w._on_open_clicked)
-    add_action(w, file_menu, "Open &folder…", None, w._on_open_folder_clicked)
-    w.recent_menu = file_menu.addMenu("Recent files")
+    add_action(w, file_menu, "&Open file…", QKeySequence.StandardKey.Open, do.open_file)
+    add_action(w, file_menu, "Open &folder…", None, do.open_folder)
+    recent_menu = file_menu.addMenu("Recent files")
     file_menu.addSeparator()
-    add_action(w, file_menu, "Open &profile…", "Ctrl+Shift+O", p.on_open_profile)
-    add_action(w, file_menu, "&Save profile…", QKeySequence.StandardKey.Save, p.on_save_profile)
-    w.recent_profiles_menu = file_menu.addMenu("Recent profiles")
-    add_action(w, file_menu, "Export &history as CSV…", None, p.on_export_history)
-    add_action(w, file_menu, "C&lear history…", None, w.runs.clear_history)
+    add_action(w, file_menu, "Open &profile…", "Ctrl+Shift+O", do.open_profile)
+    add_action(w, file_menu, "&Save profile…", QKeySequence.StandardKey.Save, do.save_profile)
+    recent_profiles_menu = file_menu.addMenu("Recent profiles")
+    add_action(w, file_menu, "Export &history as CSV…", None, do.export_history)
+    add_action(w, file_menu, "C&lear history…", None, do.clear_history)
     file_menu.addSeparator()
     add_action(w, file_menu, "&Quit", QKeySequence.StandardKey.Quit, w.close)
     map_menu = w.menuBar().addMenu("&Mapping")
-    add_action(w, map_menu, "&Reset mapping", None, w.reset_mapping)
+    add_action(w, map_menu, "&Reset mapping", None, do.reset_mapping)
     run_menu = w.menuBar().addMenu("&Run")
-    add_action(w, run_menu, "&Run load", "Ctrl+R", w.start_run)
-    w.addAction(add_action(w, run_menu, "Run (F5)", "F5", w.start_run))
-    add_action(w, run_menu, "&Check before loading (rolled back)", "Ctrl+K", w.check_run)
-    add_action(w, run_menu, "&Stop", "Esc", w.stop_run)
-    add_action(w, run_menu, "Show &table", "Ctrl+T", w.targets.show_table)
+    add_action(w, run_menu, "&Run load", "Ctrl+R", do.start_run)
+    w.addAction(add_action(w, run_menu, "Run (F5)", "F5", do.start_run))
+    add_action(w, run_menu, "&Check before loading (rolled back)", "Ctrl+K", do.check_run)
+    add_action(w, run_menu, "&Stop", "Esc", do.stop_run)
+    add_action(w, run_menu, "Show &table", "Ctrl+T", do.show_table)
     server_menu = w.menuBar().addMenu("&Server")
-    add_action(w, server_menu, "&Connection details (DSN, psql)…", None, w.targets.show_server_info)
-    p.refresh_recent()
+    add_action(w, server_menu, "&Connection details (DSN, psql)…", None, do.server_info)
+    return recent_menu, recent_profiles_menu
 
 
 def add_action(owner: Any, menu: Any, text: str, shortcut: Any, slot: Any) -> QAction:

@@ -1,20 +1,32 @@
-"""Profile actions: open and save profiles, export the history, recent lists, and the file dialogs."""
+"""Profile actions: open and save profiles, export the history, recent lists, and the file dialogs.
+
+A profile opened is handed on as its LoadSpec (profile_opened); the window's _connect applies it
+to the panels. A recent file picked is handed on as its path (file_chosen).
+"""
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QFileDialog, QMenu, QTreeView
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QFileDialog, QMenu, QTreeView, QWidget
 
 from core import profile
+from core.spec import LoadSpec
 from ui.history_model import HistoryModel
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.settings import Settings
+
+
+class CompareSettings(Protocol):
+    """The Compare tab's set-up, saved in a profile's [compare] section (ui.compare.tab.CompareTab)."""
+
+    def compare_settings(self) -> dict[str, Any]: ...
+    def apply_compare_settings(self, settings: dict[str, Any]) -> None: ...
 
 
 def table_name_for(path: str) -> str:
@@ -24,12 +36,32 @@ def table_name_for(path: str) -> str:
 
 
 class ProfileActions(QObject):
-    """File > Open/Save profile, Export history, the recent lists; dialogs open in the last folder used."""
+    """File > Open/Save profile, Export history, the recent lists; dialogs open in the last folder used.
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.w = window
-        self.settings = window.settings
+    Signals: profile_opened(object LoadSpec), file_chosen(str) (in Recent files), said(str) (a line for the
+    run log), failed(str) (an error for the user).
+    """
+
+    profile_opened = Signal(object)
+    file_chosen = Signal(str)
+    said = Signal(str)
+    failed = Signal(str)
+
+    def __init__(self, settings: Settings, history: HistoryModel, compare: CompareSettings, parent: QWidget, *,
+                 spec: Callable[[], LoadSpec], table_name: Callable[[], str]) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self._history = history
+        self._compare = compare
+        self._parent = parent  # where its dialogs show
+        self._spec = spec  # the set-up as the panels say it now
+        self._table_name = table_name
+        self.recent_menu: QMenu | None = None  # File > Recent files and Recent profiles (set_recent_menus)
+        self.recent_profiles_menu: QMenu | None = None
+
+    def set_recent_menus(self, files: QMenu, profiles: QMenu) -> None:
+        self.recent_menu, self.recent_profiles_menu = files, profiles
+        self.refresh_recent()
 
     # -- dialogs --------------------------------------------------------------------------------
 
@@ -37,6 +69,12 @@ class ProfileActions(QObject):
         """The last folder a file was opened from or saved to, else home."""
         folder = self.settings.last_folder
         return folder if folder and Path(folder).is_dir() else str(Path.home())
+
+    def remember_opened(self, path: str) -> None:
+        """Recent files and the last folder: only files that opened (a mistyped path is not kept)."""
+        self.settings.remember("recent_files", path)
+        self.remember_folder(path)
+        self.refresh_recent()
 
     def remember_folder(self, path: str) -> None:
         self.settings.last_folder = str(Path(path).parent)
@@ -47,7 +85,7 @@ class ProfileActions(QObject):
         """A file picked in Qt's own dialog (the same everywhere), or ''; its folder is remembered.
         `many`: one file or several (several come back as one source path, core.sources.many);
         `folder`: a folder."""
-        dlg = QFileDialog(self.w, title, self.start_folder(), filters)
+        dlg = QFileDialog(self._parent, title, self.start_folder(), filters)
         dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave if save else QFileDialog.AcceptMode.AcceptOpen)
         mode = QFileDialog.FileMode
         dlg.setFileMode(mode.AnyFile if save else mode.Directory if folder else
@@ -85,17 +123,17 @@ class ProfileActions(QObject):
             spec, rest = profile.load(path)
             compare = profile.compare_section(rest)
         except Exception as exc:  # noqa: BLE001 - ConfigError and OS errors alike
-            self.w.on_background_failed(str(exc))
+            self.failed.emit(str(exc))
             return
         self.settings.remember("recent_profiles", path)
         self.settings.save()
         self.refresh_recent()
         if compare is not None:
-            self.w.compare_tab.apply_compare_settings(compare)
-        self.w.apply_spec(spec)
+            self._compare.apply_compare_settings(compare)
+        self.profile_opened.emit(spec)
 
     def on_save_profile(self) -> None:
-        name = table_name_for(self.w.table_combo.currentText().strip() or "profile") + ".toml"
+        name = table_name_for(self._table_name() or "profile") + ".toml"
         path = self.file_dialog("Save profile", "Profiles (*.toml)", save=True, name=name)
         if path:
             self.save_profile(path)
@@ -104,11 +142,11 @@ class ProfileActions(QObject):
         """Save the set-up as a profile; `.toml` is added when the name has no extension. Returns the path."""
         if not Path(path).suffix:
             path += ".toml"
-        profile.save(self.w.current_spec(), path, extra={"compare": self.w.compare_tab.compare_settings()})
+        profile.save(self._spec(), path, extra={"compare": self._compare.compare_settings()})
         self.settings.remember("recent_profiles", path)
         self.settings.save()
         self.refresh_recent()
-        self.w.run_panel.log_line(f"saved profile {path}")
+        self.said.emit(f"saved profile {path}")
         return path
 
     # -- history and recent lists ---------------------------------------------------------------
@@ -122,14 +160,16 @@ class ProfileActions(QObject):
         with open(path, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(HistoryModel.HEADERS)
-            w.writerows(self.w.history.rows)
+            w.writerows(self._history.rows)
 
     def refresh_recent(self) -> None:
-        menus: tuple[tuple[QMenu, list[str], Callable[[str], object]], ...] = (
-            (self.w.recent_menu, self.settings.recent_files, self.w.open_file),
-            (self.w.recent_profiles_menu, self.settings.recent_profiles, self.open_profile),
+        menus: tuple[tuple[QMenu | None, list[str], Callable[[str], object]], ...] = (
+            (self.recent_menu, self.settings.recent_files, self.file_chosen.emit),
+            (self.recent_profiles_menu, self.settings.recent_profiles, self.open_profile),
         )
         for menu, items, opener in menus:
+            if menu is None:
+                continue  # before the menu bar is built
             menu.clear()
             for path in items:
                 act = menu.addAction(path)

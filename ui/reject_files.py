@@ -26,8 +26,20 @@ if TYPE_CHECKING:
     from ui.settings import Settings
 
 
+CHECKS_KEPT = 20  # reject files of the newest checks kept in the data directory
+
+
 def default_folder() -> Path:
     return data_dir() / "rejects"
+
+
+def check_file(spec: LoadSpec) -> str:
+    """A new file for a check's rejected rows in the data directory, which keeps the newest CHECKS_KEPT."""
+    folder = data_dir() / "checks"
+    folder.mkdir(exist_ok=True)
+    for old in sorted(folder.glob("*.csv"), key=lambda p: p.stat().st_mtime)[:-(CHECKS_KEPT - 1)]:
+        old.unlink(missing_ok=True)
+    return str(folder / f"{Path(spec.source.path).stem}-{dt.datetime.now():%Y%m%d-%H%M%S-%f}.csv")
 
 
 class RejectFiles(QObject):

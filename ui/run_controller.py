@@ -1,53 +1,100 @@
-"""The run controller: a load's or a check's life (start, confirm, stop, resume, end) and the history.
+"""The run controller: a load's or a check's life (start, confirm, stop, resume, end), into the history.
 
-The window owns the widgets and the signals; this owns the job. When a run ends, the counters,
-the summary, the History row and the log are written in one place (`_end_run`), so they agree.
+It owns the run panel and the job (in the shared state, ui/state.py), asks the mapping and the target
+controller through the Protocols below, and speaks through its signals (wired in MainWindow._connect).
+A run's end is written in one place (`_end_run`): counters, summary, History row and log agree.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import statistics
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QMessageBox, QWidget
 
 from core.db import TableRef
-from core.embedded import data_dir
 from core.errors import ConfigError, UnfinishedRun
 from core.events import Progress
 from core.history import Entry, strategy_used, target_of
 from core.load.job import LoadJob, LoadResult
 from core.many_files import EachFileJob, make_job
 from core.preview import committed
-from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
-from core.target_facts import TargetFacts, read_target_facts
+from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec
+from core.target_facts import TableSize, TargetFacts, read_target_facts
 from ui import dialogs
 from ui.check_texts import check_summary, first_bad
-from ui.history_model import HistoryModel
 from ui.mapping_controller import left_out_text
-from ui.reject_files import RejectFiles
+from ui.reject_files import RejectFiles, check_file
 from ui.run_guard import judge
-from ui.run_texts import load_summary, rows_text
+from ui.run_texts import load_summary, truncate_said
 from ui.worker import Job
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.panels.run import RunPanel
+    from ui.panels.strategy import StrategyPanel
+    from ui.run_history import RunHistory
+    from ui.settings import Settings
+    from ui.state import LoadState
+    from ui.worker import InBackground
 
-CHECKS_KEPT = 20  # reject files of the newest checks kept in the data directory
+
+class MappingQueries(Protocol):
+    """What a run asks of the mapping (ui.mapping_controller.MappingController)."""
+
+    profile_left_out: set[str] | None
+
+    def after(self, action: Any) -> bool: ...
+    def unmatched(self) -> list[ColumnMap]: ...
+    def left_out(self) -> list[str]: ...
+    def table_exists(self) -> bool: ...
+
+
+class ServerQueries(Protocol):
+    """What a run asks of the target controller (ui.target_controller.TargetController)."""
+
+    def seen_sizes(self) -> dict[TableRef, TableSize]: ...
+    def where(self) -> str: ...
 
 
 class RunController(QObject):
-    """Starts, stops and ends runs of the window's current set-up; keeps the session's history."""
+    """Starts, stops and ends runs of the window's current set-up; each run goes into the history.
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.w = window
-        self.p = window.run_panel
-        self.history = HistoryModel()  # the runs kept in the data directory, this window's and headless ones
-        self.job: Job | None = None
+    Signals: run_started(object Job), run_finished(object LoadResult), run_failed(str), run_cancelled(),
+    run_refused(str), run_ended(), check_finished(object LoadResult) (as MainWindow's, which they feed);
+    facts_read(object TargetFacts) (the target tables read just before a run), rows_counted(object SourceInfo
+    before, object SourceInfo after) (a run counted the file's rows), tables_changed() (a load wrote to the
+    server's tables), table_created() (after tables_changed: a create made the target), failed(str).
+    """
+
+    run_started = Signal(object)
+    run_finished = Signal(object)
+    run_failed = Signal(str)
+    run_cancelled = Signal()
+    run_refused = Signal(str)
+    run_ended = Signal()
+    check_finished = Signal(object)
+    facts_read = Signal(object)
+    rows_counted = Signal(object, object)
+    tables_changed = Signal()
+    table_created = Signal()
+    failed = Signal(str)
+
+    def __init__(self, state: LoadState, run_panel: RunPanel, strategy_panel: StrategyPanel, settings: Settings,
+                 parent: QWidget, *, spec: Callable[[], LoadSpec], mapping: MappingQueries, server: ServerQueries,
+                 background: InBackground, all_script_tables: Callable[[], bool], history: RunHistory) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.p = run_panel
+        self.g = strategy_panel
+        self._parent = parent  # where its questions and messages show
+        self._spec = spec  # the set-up as the panels say it now
+        self._maps = mapping
+        self._server = server
+        self._background = background
+        self._all_script_tables = all_script_tables  # the source panel's: a script's tables all loaded at once
+        self._history = history  # each run goes into it
         # the running load's engine: what auto picked, even if it then failed (per-file: a job per file)
         self.engine: LoadJob | EachFileJob | None = None
         self.spec: LoadSpec | None = None
@@ -60,8 +107,7 @@ class RunController(QObject):
         self.removed = 0  # rows the running load's truncate takes out (said in its summary and History)
         self.resuming = False
         self.unattended = False  # --screenshot: a question is answered no (a modal dialog would wait forever)
-        # The folder reject files go to, and the buttons on them.
-        self.reject_files = RejectFiles(window.strategy_panel, window.run_panel, window.settings, window)
+        self.reject_files = RejectFiles(strategy_panel, run_panel, settings, parent)  # their folder and buttons
         p = self.p
         p.run_btn.clicked.connect(lambda: self.start_run())
         p.stop_btn.clicked.connect(self.stop_run)
@@ -69,8 +115,22 @@ class RunController(QObject):
         p.resume_btn.clicked.connect(lambda: self.start_run(resume=True))
         p.restart_btn.clicked.connect(lambda: self.start_run(restart=True))
 
-    # -- starting --------------------------------------------------------------------------------
+    @property
+    def job(self) -> Job | None:
+        """The load or check running (kept in the shared state)."""
+        return self.state.job
 
+    @job.setter
+    def job(self, job: Job | None) -> None:
+        self.state.job = job
+
+    def forget_result(self, *_args: object) -> None:
+        """Another file: the last file's result is not this one's (kept while a run is on)."""
+        if self.job is None and not self.starting:
+            self.p.clear_result()
+            self.g.forget_choice()
+
+    # -- starting --------------------------------------------------------------------------------
     def start_run(self, *, resume: bool = False, restart: bool = False) -> None:
         """Run the load as set up; `resume` continues an interrupted per-batch run, `restart` ignores it.
 
@@ -78,15 +138,14 @@ class RunController(QObject):
         connection the run will use), and the run is refused when its mode cannot apply, or asked first
         when it would truncate, overwrite or add to rows that are there (ui/run_guard.py).
         """
-        w = self.w
         if self.job is not None or self.starting:
             return
-        if w.after_mapping(lambda: self.start_run(resume=resume, restart=restart)):
+        if self._maps.after(lambda: self.start_run(resume=resume, restart=restart)):
             return
-        spec = w.current_spec()
+        spec = self._spec()
         if resume and spec.commit not in (CommitMode.PER_BATCH, CommitMode.PER_FILE):
             spec.commit = CommitMode.PER_BATCH  # only per-batch runs leave something to resume
-            w.commit_combo.setCurrentText(CommitMode.PER_BATCH.value)
+            self.g.commit_combo.setCurrentText(CommitMode.PER_BATCH.value)
         if not self._runnable(spec):
             return
         self.starting = True
@@ -94,13 +153,13 @@ class RunController(QObject):
         refs = self._target_refs(spec)
         dsn = spec.dsn
         path = spec.source.path
-        w.background(lambda *_a: read_target_facts(dsn, refs, path),
-                     lambda facts: self._on_target_facts(spec, facts, resume, restart), self._on_size_failed)
+        self._background(lambda *_a: read_target_facts(dsn, refs, path),
+                         lambda facts: self._on_target_facts(spec, facts, resume, restart), self._on_size_failed)
 
     def _target_refs(self, spec: LoadSpec) -> list[TableRef]:
         """The tables the run writes to: the target, or each of a script's tables loaded together."""
-        info = self.w.source_info
-        if info is not None and len(info.script_tables) > 1 and self.w.source_panel.all_script_tables():
+        info = self.state.source_info
+        if info is not None and len(info.script_tables) > 1 and self._all_script_tables():
             refs = []
             for name, _rows in info.script_tables:
                 schema, _, table = name.rpartition(".")
@@ -109,22 +168,21 @@ class RunController(QObject):
         return [TableRef(spec.target.table, spec.target.schema or "public")]
 
     def _on_target_facts(self, spec: LoadSpec, facts: TargetFacts, resume: bool, restart: bool) -> None:
-        w = self.w
         if not self.starting:
             return  # stopped before it started
         self.starting = False
         self.p.progress.setFormat("idle")
-        if facts.dsn != w.targets.dsn():
+        if facts.dsn != self.state.dsn:
             self.p.log_line("not started: the connection changed while the table was read; press Run again")
             return
-        seen = w.targets.seen_sizes()
-        w.targets.note_facts(facts)
-        info = w.source_info
+        seen = self._server.seen_sizes()
+        self.facts_read.emit(facts)
+        info = self.state.source_info
         several = len(facts.sizes) > 1
         asked = (spec.dsn, spec.source.path, tuple(facts.sizes)) in self._confirmed
         each = ", ".join(f"{name}: {n:,}" for name, n in info.script_tables) if info is not None else ""
         verdict = judge(spec, facts, info.rows_text() if info is not None else "rows", several=several,
-                        asked_append=asked, seen=seen, resume=resume, restart=restart, where=w.targets.where(),
+                        asked_append=asked, seen=seen, resume=resume, restart=restart, where=self._server.where(),
                         script_rows=each)
         if verdict.refusal:
             self._refuse(verdict.refusal)
@@ -135,11 +193,11 @@ class RunController(QObject):
                 question += "\n\nThe file's row count is an estimate from its first rows."
             if self.unattended:
                 self.p.log_line(f"not started: nobody to answer: {question.splitlines()[0]}")
-                w.run_refused.emit(question)
+                self.run_refused.emit(question)
                 return
-            if not dialogs.ask(w, verdict.title, question, verdict.yes, destructive=verdict.destructive):
+            if not dialogs.ask(self._parent, verdict.title, question, verdict.yes, destructive=verdict.destructive):
                 self.p.log_line(f"not started: the user said no to: {question.splitlines()[0]}")
-                w.run_refused.emit(question)
+                self.run_refused.emit(question)
                 return
         if spec.target.mode is LoadMode.APPEND:
             self._confirmed.add((spec.dsn, spec.source.path, tuple(facts.sizes)))
@@ -155,20 +213,16 @@ class RunController(QObject):
         """
         if self.job is not None or self.starting:
             return
-        if self.w.after_mapping(self.check_run):
+        if self._maps.after(self.check_run):
             return
-        spec = self.w.current_spec()
+        spec = self._spec()
         if not self._runnable(spec):
             return
-        chosen = self.w.strategy_panel.current()
+        chosen = self.g.current()
         self.check_aborts = spec.on_error is ErrorPolicy.ABORT
         if chosen is None or not chosen.multi_connection:  # parallel-copy has no skip yet
             spec.on_error = ErrorPolicy.SKIP
-        folder = data_dir() / "checks"
-        folder.mkdir(exist_ok=True)
-        for old in sorted(folder.glob("*.csv"), key=lambda p: p.stat().st_mtime)[:-(CHECKS_KEPT - 1)]:
-            old.unlink(missing_ok=True)
-        spec.reject_file = str(folder / f"{Path(spec.source.path).stem}-{dt.datetime.now():%Y%m%d-%H%M%S-%f}.csv")
+        spec.reject_file = check_file(spec)
         self._launch(spec, dry_run=True)
 
     def stop_run(self) -> None:
@@ -185,7 +239,7 @@ class RunController(QObject):
         if not spec.source.path or not spec.target.table:
             self._refuse("Open a file and name a target table first.")
             return False
-        left = self.w.mapping.unmatched()
+        left = self._maps.unmatched()
         if left:
             names = ", ".join(repr(m.source or m.target) for m in left)
             where = TableRef(spec.target.table, spec.target.schema).display()
@@ -197,42 +251,43 @@ class RunController(QObject):
 
     def _refuse(self, message: str) -> None:
         self.p.log_line("not started: " + message.replace("\n\n", " "))
-        self.w.run_refused.emit(message)
-        QMessageBox.information(self.w, "Sluice", message)
+        self.run_refused.emit(message)
+        QMessageBox.information(self._parent, "Sluice", message)
 
     def _on_size_failed(self, message: str) -> None:
         self.starting = False
         self.p.progress.setFormat("idle")
-        self.w.on_background_failed(message)
+        self.failed.emit(message)
 
     def _left_out_refused(self, spec: LoadSpec) -> bool:
         """A create that leaves out columns of the file asks first (True: the user said no)."""
-        left = self.w.maps.left_out() if spec.target.mode is LoadMode.CREATE and not self.w.table_exists() else []
-        if not left or set(left) == self.w.maps.profile_left_out:
+        maps = self._maps
+        left = maps.left_out() if spec.target.mode is LoadMode.CREATE and not maps.table_exists() else []
+        if not left or set(left) == maps.profile_left_out:
             return False  # none left out, or just those the opened profile leaves out (the plan says which)
-        info = self.w.source_info
+        info = self.state.source_info
         total = len(info.columns) if info is not None else len(left)
         ref = TableRef(spec.target.table, spec.target.schema or "public").display()
         question = (f"Create {ref} without the file's {left_out_text(left)}?\n\nThe new table gets "
                     f"{total - len(left)} of the file's {total} columns; tick a column in the mapping to keep it.")
-        if dialogs.ask(self.w, "Create a table that leaves out columns", question, "Create without them"):
+        if dialogs.ask(self._parent, "Create a table that leaves out columns", question, "Create without them"):
             return False
         self.p.log_line(f"not started: the user did not create {ref} without {', '.join(left)}")
-        self.w.run_refused.emit(question)
+        self.run_refused.emit(question)
         return True
 
     def _launch(self, spec: LoadSpec, *, resume: bool = False, restart: bool = False, dry_run: bool = False) -> None:
         if not dry_run and not resume and self._left_out_refused(spec):
             return
         if spec.on_error is ErrorPolicy.SKIP and spec.reject_file is None:
-            spec.reject_file = self._reject_file_for(spec, resume)
+            spec.reject_file = self.reject_files.file_for(spec, resume)  # never beside the data file unasked
         self.kind = "check" if dry_run else "load"
         self.resuming = resume
         if dry_run:
             self.removed = 0
         self.last_progress = None
         self.p.clear_for_run()
-        self.w.strategy_panel.forget_choice()  # the last run's pick; this run's is said when it ends
+        self.g.forget_choice()  # the last run's pick; this run's is said when it ends
         verb = "check (rolled back)" if dry_run else "resuming" if resume else "starting over" if restart else "run"
         self.p.log_line(
             f"— {dt.datetime.now():%H:%M:%S} {verb}: {spec.strategy} into {spec.target.table} ({spec.commit.value})")
@@ -247,19 +302,14 @@ class RunController(QObject):
         job.signals.cancelled.connect(self._on_cancelled)
         self.p.set_running(True)
         job.start()
-        self.w.run_started.emit(job)
+        self.run_started.emit(job)
 
     def _engine(self, engine: LoadJob | EachFileJob) -> LoadJob | EachFileJob:
         """Keep the engine of the run (set on its worker before it runs; read here once it ended)."""
         self.engine = engine
         return engine
 
-    def _reject_file_for(self, spec: LoadSpec, resume: bool) -> str:
-        """A new reject file per run in the reject folder, never beside the data file unasked."""
-        return self.reject_files.file_for(spec, resume)
-
     # -- while it runs and when it ends -----------------------------------------------------------
-
     def _on_progress(self, p: Progress) -> None:
         self.last_progress = p
         self.p.show_progress(p)
@@ -284,7 +334,7 @@ class RunController(QObject):
                         f"{self.p.summary.text()}")
         self.job = None
         self.engine = None  # read above; kept, it would hold the run's source, plan and counters till the next
-        self.w.run_ended.emit()
+        self.run_ended.emit()
 
     def _remember(self, spec: LoadSpec, outcome: str, counts: tuple[int, int, int], seconds: float | None,
                   rate: float | None, note: str, result: LoadResult | None) -> None:
@@ -294,33 +344,31 @@ class RunController(QObject):
         chosen = result.strategy if result is not None else (
             engine.chosen.strategy if engine is not None and engine.chosen is not None else None)
         tables = result.tables if result is not None else ()
-        info = self.w.source_info
-        if not tables and info is not None and self.w.source_panel.all_script_tables():
+        info = self.state.source_info
+        if not tables and info is not None and self._all_script_tables():
             tables = tuple(name for name, _rows in info.script_tables)  # the tables a failed script was to fill
-        self.history.add(Entry(
+        self._history.add_run(Entry(
             kind=self.kind, source=spec.source.path, target=target_of(spec, tables), mode=spec.target.mode.value,
             strategy=strategy_used(spec.strategy, chosen), outcome=outcome, rows_read=read, rows_loaded=loaded,
             rows_rejected=rejected, seconds=seconds, rows_per_s=rate,
             note=note, tables=result.table_rows if result is not None else (),
             reject_file=result.reject_file if result is not None else None))
-        if self.history.problem:
-            self.p.log_line(f"note: the history is kept for this session only: {self.history.problem}")
-            self.history.problem = ""
 
     def _count_rows(self, result: LoadResult) -> None:
         """A run or a check that read the file through has counted its rows: from now on the
         source line and the questions (SourceInfo.rows_text) say that number, not an estimate."""
-        w, spec, info = self.w, self.spec, self.w.source_info
+        spec, info = self.spec, self.state.source_info
         if info is None or spec is None or info.rows_exact or info.options.path != spec.source.path:
             return
-        w.source_info = counted = info.counted(result.rows_read)
-        w.source_status.setText(w.source_status.text().replace(info.rows_text(), counted.rows_text(), 1))
+        self.state.source_info = counted = info.counted(result.rows_read)
+        self.rows_counted.emit(info, counted)
 
     def _on_finished(self, result: LoadResult) -> None:
         self._count_rows(result)
         p = self.p
         p.progress.setValue(1000)
         check = self.kind == "check"
+        mode_said = truncate_said(self.spec, self.removed, resuming=self.resuming)  # for the summary and History
         p.progress.setFormat("checked: rolled back" if check else "done")
         rate = f"{result.rows_per_s:,.0f} rows/s"
         if result.load_seconds:
@@ -335,41 +383,30 @@ class RunController(QObject):
             if stop is not None:
                 p.progress.setFormat("checked: the run would stop")
         else:
-            p.summary.setText(load_summary(result, rate) + self._mode_said())
+            p.summary.setText(load_summary(result, rate) + mode_said)
         if result.chosen:
-            self.w.strategy_panel.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
+            self.g.show_choice(result.strategy, int(result.chosen["batch_rows"]), result.reason)
         loaded = 0 if check else result.rows_loaded  # "loaded" is what the table holds
         note = f"would load {result.rows_loaded:,}; rolled back" if check else "; ".join(
-            n for n in (self._mode_said().strip(), result.reject_file or "") if n)
+            n for n in (mode_said.strip(), result.reject_file or "") if n)
         if stop is not None:
             note = f"would stop at {stop}; rolled back"
         self._end_run("checked" if check else "loaded", result.rows_read, loaded, result.rows_rejected,
                       seconds=result.seconds, note=note, result=result,
                       loaded_before=0 if check else result.loaded_before)
         if check:
-            self.w.check_finished.emit(result)
+            self.check_finished.emit(result)
             return
-        self.w.refresh_table_list_quietly()
+        self.tables_changed.emit()
         if self.spec is not None and self.spec.target.mode is LoadMode.CREATE:
-            self.w.table_created()
-        self.w.run_finished.emit(result)
+            self.table_created.emit()
+        self.run_finished.emit(result)
 
-    def _mode_said(self) -> str:
-        """Truncate's rows removed, for the summary and History ('' for other modes)."""
-        spec = self.spec
-        if spec is None or spec.target.mode is not LoadMode.TRUNCATE or self.resuming:
-            return ""  # a resumed run's truncate happened in the run it continues
-        if not self.removed:
-            return " Mode truncate: the table was empty before."
-        were = "was" if self.removed == 1 else "were"
-        return f" Mode truncate: {rows_text(self.removed)} that {were} in the table {were} removed first."
-
-    def _stopped_read(self) -> int:
-        """Rows read when the run stopped (the last progress event)."""
+    def _stopped_read(self) -> int:  # rows read when the run stopped (the last progress event)
         return self.last_progress.rows_read if self.last_progress is not None else 0
 
     def _on_failed(self, message: str) -> None:
-        w, p, spec = self.w, self.p, self.spec
+        p, spec, parent = self.p, self.spec, self._parent
         assert spec is not None
         error = self.job.signals.error if self.job is not None else None
         if isinstance(error, UnfinishedRun):
@@ -381,22 +418,22 @@ class RunController(QObject):
             p.summary.setText("An earlier run of this load is unfinished: Resume or Start over.")
             self._end_run("not started", 0, 0, 0, note=error.described)
             p.set_resumable(True, restart=True)
-            w.run_failed.emit(message)
-            QMessageBox.information(w, "Unfinished load", message)
+            self.run_failed.emit(message)
+            QMessageBox.information(parent, "Unfinished load", message)
             return
-        w.last_error = message
+        self.state.last_error = message
         p.show_failed("check failed" if self.kind == "check" else "failed")
         p.log_line("error: " + message)
         if self._files_kept(error, "Failed", "failed", message):
-            w.run_failed.emit(message)
-            QMessageBox.warning(w, "Load failed", message)
+            self.run_failed.emit(message)
+            QMessageBox.warning(parent, "Load failed", message)
             return
         if spec.commit is CommitMode.PER_BATCH and not isinstance(error, ConfigError):
             p.set_resumable(True, restart=True)
 
             def then() -> None:
-                w.run_failed.emit(message)
-                QMessageBox.warning(w, "Load failed", message)
+                self.run_failed.emit(message)
+                QMessageBox.warning(parent, "Load failed", message)
 
             self._end_after_commits("failed", message, then)
             return
@@ -404,8 +441,8 @@ class RunController(QObject):
         p.summary.setText(f"Failed: {message}" if "nothing was loaded" in message.lower()
                           else f"Failed: {message}. {nothing}: the table is as it was.")
         self._end_run("failed", self._stopped_read(), 0, 0, note=message)
-        w.run_failed.emit(message)
-        QMessageBox.warning(w, "Load failed", message)
+        self.run_failed.emit(message)
+        QMessageBox.warning(parent, "Load failed", message)
 
     def _on_cancelled(self) -> None:
         p, spec = self.p, self.spec
@@ -414,15 +451,15 @@ class RunController(QObject):
         p.log_line("cancelled by the user")
         error = self.job.signals.error if self.job is not None else None
         if self._files_kept(error, "Stopped", "cancelled", "stopped by the user"):
-            self.w.run_cancelled.emit()
+            self.run_cancelled.emit()
             return
         if spec.commit is CommitMode.PER_BATCH:
             p.set_resumable(True, restart=True)
-            self._end_after_commits("cancelled", "stopped by the user", self.w.run_cancelled.emit)
+            self._end_after_commits("cancelled", "stopped by the user", self.run_cancelled.emit)
             return
         p.summary.setText("Stopped. Nothing was loaded: the table is as it was.")
         self._end_run("cancelled", self._stopped_read(), 0, 0, note="stopped by the user; rolled back")
-        self.w.run_cancelled.emit()
+        self.run_cancelled.emit()
 
     def _files_kept(self, error: object, head: str, outcome: str, note: str) -> bool:
         """Per-file commits over many files (core.many_files): the files committed before the one that
@@ -459,40 +496,4 @@ class RunController(QObject):
             self._end_run(outcome, 0, 0, 0, note=note)
             then()
 
-        self.w.background(lambda *_a: committed(dsn, path, ref), done, failed)
-
-    def clear_history(self) -> None:
-        """Forget every run kept (after a question naming how many); tables and files are not touched."""
-        self.history.refresh()
-        n = self.history.kept()
-        if n == 0:
-            QMessageBox.information(self.w, "Sluice", "The history is empty.")
-            return
-        question = (f"Forget all {rows_text(n).replace('row', 'run')} in the history, those of the command line "
-                    f"too?\n\nTables, data files and reject files are not touched. The history is kept in "
-                    f"{self.history.store.path}.")
-        if not dialogs.ask(self.w, "Clear history", question, "Clear history", destructive=True):
-            return
-        self.history.clear()
-        self.p.log_line(f"history cleared: {rows_text(n).replace('row', 'run')} forgotten")
-
-    # -- comparisons ------------------------------------------------------------------------------
-
-    def add_comparison(self, report: Any) -> None:
-        """A comparison goes into the history: its fastest result, round trip and sample size."""
-        results = [r for r in getattr(report, "results", []) if not getattr(r, "error", None)]
-        best = max(results, key=lambda r: statistics.median(r.runs) if r.runs else 0.0, default=None)
-        spec = self.w.current_spec()
-        rtt = getattr(report, "rtt_ms", 0.0)
-        sample = getattr(report, "sample_rows", None)
-        # The rows a run really loaded: a file shorter than the sample is the whole file.
-        used = next((r.rows for r in results if r.runs and not r.reduced_rows), None)
-        rows = (f"whole file, {used:,} rows" if used is not None and (not sample or used < sample)
-                else f"sample {sample:,} rows" if sample else "whole file")
-        note = f"{len(results)} results, RTT {rtt:g} ms, {rows}"
-        rate = statistics.median(best.runs) if best is not None and best.runs else None
-        # Into scratch tables shaped like the target: no mode of the target's applies.
-        self.history.add(Entry(
-            kind="compare", source=spec.source.path, target=target_of(spec), mode="",
-            strategy=f"fastest: {best.strategy}" if best is not None else "", outcome="compared", rows_per_s=rate,
-            note=note))
+        self._background(lambda *_a: committed(dsn, path, ref), done, failed)

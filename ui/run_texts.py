@@ -1,11 +1,14 @@
-"""What the run panel says when a load ends: rows in words, and the summary of a finished load."""
+"""What the run panel says when a load ends: rows in words, the summary of a finished load, truncate's rows."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.spec import LoadMode
+
 if TYPE_CHECKING:
     from core.result import LoadResult
+    from core.spec import LoadSpec
 
 
 def rows_text(n: int) -> str:
@@ -28,3 +31,13 @@ def load_summary(result: LoadResult, rate: str) -> str:
     return (f"Resumed after {result.resumed_from:,} source rows committed earlier: this run went through the "
             f"other {rows_text(this_run)} in {result.seconds:.2f} s ({rate}) with {result.strategy}; "
             f"{rows_text(result.rows_loaded)} of this file are now in the table.{rejected}")
+
+
+def truncate_said(spec: LoadSpec | None, removed: int, *, resuming: bool) -> str:
+    """Truncate's rows removed (`removed`), for the summary and History ('' for other modes)."""
+    if spec is None or spec.target.mode is not LoadMode.TRUNCATE or resuming:
+        return ""  # a resumed run's truncate happened in the run it continues
+    if not removed:
+        return " Mode truncate: the table was empty before."
+    were = "was" if removed == 1 else "were"
+    return f" Mode truncate: {rows_text(removed)} that {were} in the table {were} removed first."

@@ -1,8 +1,9 @@
 """The target controller: the connection in use, its password for this session, the database's tables.
 
-The window owns the panels and the signals (database_ready, table_shown, server_info_shown); this
-reads the server on the window's background workers and fills the target panel. The target table's
-columns (the mapping) stay with the window.
+It owns the target panel's connection and schema fields, reads the server on background workers, and
+keeps the DSN and the database's tables in the shared state (ui/state.py). The target table's columns
+(the mapping) are the mapping controller's; when the target appears, goes or moves to another server,
+this says so (target_moved) and the window's _connect has the mapping built again.
 """
 
 from __future__ import annotations
@@ -10,28 +11,45 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from psycopg.conninfo import make_conninfo
-from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QInputDialog, QLineEdit
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QInputDialog, QLineEdit, QWidget
 
 from core.db import TableRef, resolve_dsn, strip_password
 from core.embedded import connection_help
 from core.preview import DatabaseInfo, TableRows, first_rows, inspect_database, table_size
 from core.target_facts import TableSize, TargetFacts
 from ui import dialogs
-from ui.panels.target import EMBEDDED
+from ui.panels.target import EMBEDDED, TargetPanel
 
 if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+    from ui.settings import Settings
+    from ui.state import LoadState
+    from ui.worker import InBackground
 
 
 class TargetController(QObject):
-    """Connects to the chosen server, lists its schemas and tables, shows a table's rows and the server's address."""
+    """Connects to the chosen server, lists its schemas and tables, shows a table's rows and the server's address.
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.w = window
-        self.p = window.target_panel
-        self.db: DatabaseInfo | None = None
+    Signals: database_ready() (the server's tables read), target_moved() (the target table appeared, went,
+    or is now another server's: its columns must be read again), table_shown(object TableDialog),
+    server_info_shown(str), said(str) (a line for the run log), failed(str) (an error for the user).
+    """
+
+    database_ready = Signal()
+    target_moved = Signal()
+    table_shown = Signal(object)
+    server_info_shown = Signal(str)
+    said = Signal(str)
+    failed = Signal(str)
+
+    def __init__(self, state: LoadState, panel: TargetPanel, settings: Settings, parent: QWidget,
+                 background: InBackground) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.p = panel
+        self.settings = settings
+        self._parent = parent  # where its dialogs show
+        self._background = background
         self.table_dialog: dialogs.TableDialog | None = None
         self._passwords: dict[str, str] = {}  # this session only; never written anywhere
         self._db_dsn: str | None = None  # the connection `db` was read on
@@ -45,18 +63,37 @@ class TargetController(QObject):
             edit.editingFinished.connect(self._on_connection_picked)
         self.p.new_btn.clicked.connect(self._on_new_connection_clicked)
         self.p.schema_combo.currentTextChanged.connect(self._on_schema_changed)
+        # The state's DSN follows the connection field (and a password or a saved connection, below).
+        self.p.conn_combo.currentTextChanged.connect(self._sync_dsn)
+        self._sync_dsn()
+
+    @property
+    def db(self) -> DatabaseInfo | None:
+        """The database's schemas and tables as last read (kept in the shared state)."""
+        return self.state.database
+
+    @db.setter
+    def db(self, info: DatabaseInfo | None) -> None:
+        self.state.database = info
+
+    def _sync_dsn(self, *_args: object) -> None:
+        self.state.dsn = self.dsn()
 
     def dsn(self) -> str | None:
         """The active DSN; a password typed this session is added in memory, never saved."""
         text = self.p.conn_combo.currentText().strip()
         if not text or text == EMBEDDED:
             return None
-        dsn = self.w.settings.connections.get(text, text)
+        dsn = self.settings.connections.get(text, text)
         password = self._passwords.get(text)
         return make_conninfo(dsn, password=password) if password else dsn
 
     def schema(self) -> str | None:
-        return self.p.schema_combo.currentText().strip() or None
+        return self.p.schema()
+
+    def table_exists(self) -> bool:
+        """Whether the target table is in the database's list (as last read from the server)."""
+        return self.state.lists_table(self.p.table_name(), self.p.schema_combo.currentText() or "public")
 
     def where(self) -> str:
         """The server in words, for questions and refusals."""
@@ -85,7 +122,7 @@ class TargetController(QObject):
         if self.dsn() == self._db_dsn and self.db is not None:
             return  # the same server: nothing to read again
         self.db = None
-        self.w.target_size = None
+        self.state.target_size = None
         self.p.show_tables([])
         self.refresh_database()
 
@@ -98,16 +135,17 @@ class TargetController(QObject):
     def _on_new_connection_clicked(self) -> None:
         from ui.connections import ConnectionDialog
 
-        dlg = ConnectionDialog(self.w)
+        dlg = ConnectionDialog(self._parent)
         if dlg.exec() and dlg.name.text().strip():
             name = dlg.name.text().strip()
-            self.w.settings.connections[name] = dlg.dsn()
-            self.w.settings.save()
+            self.settings.connections[name] = dlg.dsn()
+            self.settings.save()
             if dlg.password.text():
                 self._passwords[name] = dlg.password.text()
             if self.p.conn_combo.findText(name) < 0:
                 self.p.conn_combo.addItem(name)
             self.p.conn_combo.setCurrentText(name)
+            self._sync_dsn()  # the same name saved again may name another server, or bring a password
             self.refresh_database()
 
     # -- the database's schemas and tables ---------------------------------------------------------
@@ -115,40 +153,42 @@ class TargetController(QObject):
     def refresh_database(self) -> None:
         dsn = self.dsn()
         self.p.db_status.setText("connecting…")
-        self.w.background(lambda *_a: inspect_database(dsn), lambda info: self._on_database_inspected(dsn, info),
-                          self._on_database_failed)
+        self._background(lambda *_a: inspect_database(dsn), lambda info: self._on_database_inspected(dsn, info),
+                         self._on_database_failed)
 
     def refresh_table_list_quietly(self) -> None:
-        self.w.target_size = None  # it has changed: look again before the next first append
+        self.state.target_size = None  # it has changed: look again before the next first append
         if self.db is not None:
             dsn = self.dsn()
-            self.w.background(lambda *_a: inspect_database(dsn), lambda info: self._on_database_inspected(dsn, info),
-                              lambda _m: None)
+            self._background(lambda *_a: inspect_database(dsn), lambda info: self._on_database_inspected(dsn, info),
+                             lambda _m: None)
 
     def _on_database_failed(self, message: str) -> None:
         self.p.db_status.setText("not connected")
         name = self.p.conn_combo.currentText().strip()
         if "password" in message.lower() and name != EMBEDDED and name not in self._passwords:
             password, ok = QInputDialog.getText(
-                self.w, "Password", f"Password for {strip_password(self.dsn() or name)}\n(kept for this session only)",
+                self._parent, "Password",
+                f"Password for {strip_password(self.dsn() or name)}\n(kept for this session only)",
                 QLineEdit.EchoMode.Password)
             if ok and password:
                 self._passwords[name] = password
+                self._sync_dsn()
                 self.refresh_database()
                 return
-        self.w.on_background_failed(message)
+        self.failed.emit(message)
 
     def _on_database_inspected(self, dsn: str | None, info: DatabaseInfo) -> None:
         if dsn != self.dsn():
             return  # read on a connection the user has since left
-        before = (self._db_dsn, self.w.table_exists())
+        before = (self._db_dsn, self.table_exists())
         self.db, self._db_dsn = info, dsn
         where = EMBEDDED if dsn is None else strip_password(dsn)
         self.p.show_database(info, where)
         self._on_schema_changed(self.p.schema_combo.currentText())
-        if before != (dsn, self.w.table_exists()):
-            self.w.maps.rebuild()  # the target's columns and rows as this server has them
-        self.w.database_ready.emit()
+        if before != (dsn, self.table_exists()):
+            self.target_moved.emit()  # the target's columns and rows as this server has them
+        self.database_ready.emit()
 
     def _on_schema_changed(self, schema: str) -> None:
         if self.db is not None:
@@ -164,14 +204,14 @@ class TargetController(QObject):
         def fetch(*_a: Any) -> tuple[TableRows, TableSize | None]:
             return first_rows(dsn, ref), table_size(dsn, ref)
 
-        self.w.background(fetch, lambda got: self._on_table_rows(ref, *got))
+        self._background(fetch, lambda got: self._on_table_rows(ref, *got))
 
     def _on_table_rows(self, ref: TableRef, rows: TableRows, size: TableSize | None) -> None:
         if self.table_dialog is not None:
             self.table_dialog.close()
-        self.table_dialog = dialogs.TableDialog(self.w, ref.display(), rows, size.text() if size else "?")
+        self.table_dialog = dialogs.TableDialog(self._parent, ref.display(), rows, size.text() if size else "?")
         self.table_dialog.show()
-        self.w.table_shown.emit(self.table_dialog)
+        self.table_shown.emit(self.table_dialog)
 
     # -- how to reach the server ------------------------------------------------------------------
 
@@ -184,9 +224,9 @@ class TargetController(QObject):
             return "\n".join([("Embedded PostgreSQL" if dsn is None else "Server") + " — to reach it from outside:",
                               *lines, "", "The same from a terminal: python -m app server status"])
 
-        self.w.background(describe, self._on_server_info)
+        self._background(describe, self._on_server_info)
 
     def _on_server_info(self, text: str) -> None:
-        self.w.run_panel.log_line(text)
-        dialogs.TextDialog(self.w, "Connection details", text).show()
-        self.w.server_info_shown.emit(text)
+        self.said.emit(text)
+        dialogs.TextDialog(self._parent, "Connection details", text).show()
+        self.server_info_shown.emit(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
@@ -89,6 +89,14 @@ class Job:
 
     def cancel(self) -> None:
         self.cancel_token.cancel()
+
+
+class InBackground(Protocol):
+    """Starts `fn` on a worker; `on_done(result)` / `on_fail(message)` come on the GUI thread while the
+    owner lives (Background.start: what a controller is given instead of the window)."""
+
+    def __call__(self, fn: JobFn, on_done: Callable[[Any], None],
+                 on_fail: Callable[[str], None] | None = None) -> Job: ...
 
 
 class Background:

@@ -10,18 +10,26 @@ if TYPE_CHECKING:
 
     from core.sources.base import Batch, ParseLater, RawChunk, Source, ValueGuard
     from core.sources.sniff import CsvDialect
+    from core.sources.sqlscript.chunks import TableInfo
 
 
 @runtime_checkable
-class RawCsvChunks(Protocol):
+class SniffedText(Protocol):
+    """A text file read by a sniffed dialect (CSV, TSV, PostgreSQL's text format, or many of them read
+    as one): the dialect, the columns where its NULL marker counts, and those where an empty field is NULL."""
+
+    dialect: CsvDialect
+    null_columns: list[str] | None
+    empty_null_columns: list[str]
+
+
+@runtime_checkable
+class RawCsvChunks(SniffedText, Protocol):
     """CSV whose own bytes can go to COPY: its dialect, its records in raw chunks, and the columns
     where its null marker counts. One file (RawCsvSource), or many read as one (core.sources.many)."""
 
     path: Path
     format: str
-    dialect: CsvDialect
-    null_columns: list[str] | None
-    empty_null_columns: list[str]
     refuse: ValueGuard | None
 
     def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]: ...
@@ -49,6 +57,13 @@ class RawCsvSource(RawCsvChunks, Protocol):
     def parse_later(self, unit: ParseLater, batch_rows: int) -> list[Batch]: ...
 
     def row_at_data_line(self, data_line: int) -> int | None: ...
+
+
+@runtime_checkable
+class ScriptTables(Protocol):
+    """A data script's tables, each with its rows, in the order they first appear."""
+
+    tables: list[TableInfo]
 
 
 @runtime_checkable

@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from core.errors import ConfigError, SourceError
+from core.sources.abilities import RawCsvChunks, SniffedText
 from core.sources.base import Batch, Fingerprint, RawChunk, Source, ValueGuard
 from core.sources.csv.records import count_records
 from core.spec import SourceOptions
@@ -179,12 +180,13 @@ class ManySource(Source):
                                   "was sent")
             if cols != self._columns:
                 self.reordered.append(part.path.name)
-        for name in ("dialect", "null_columns"):
-            if hasattr(first, name):
-                setattr(self, name, getattr(first, name))
-        if hasattr(first, "empty_null_columns"):  # a file that writes NULL two ways keeps the set off COPY's bytes
-            self.empty_null_columns = sorted({c for p in self.parts for c in getattr(p, "empty_null_columns", [])})
-        if all(hasattr(p, "raw_chunks") and not self.reordered for p in self.parts):
+        if isinstance(first, SniffedText):  # text files: the first one's dialect and NULL marker's columns
+            self.dialect = first.dialect
+            self.null_columns = first.null_columns
+            # A file that writes NULL two ways keeps the set off COPY's bytes.
+            self.empty_null_columns = sorted({c for p in self.parts if isinstance(p, SniffedText)
+                                              for c in p.empty_null_columns})
+        if not self.reordered and all(isinstance(p, RawCsvChunks) for p in self.parts):
             self.raw_chunks = self._raw_chunks  # CSV files: their own bytes can go to COPY, one after the other
         self.fingerprint = Fingerprint(sum(p.size for p in self.parts), max(p.fingerprint.mtime_ns for p in self.parts))
         self._starts: dict[int, int] = {0: 0}  # part index -> its first row in the whole
@@ -196,7 +198,7 @@ class ManySource(Source):
         if first.format == "sql":
             raise ConfigError("SQL scripts name their own tables: load them one at a time")
         same = replace(options, format=first.format)
-        d = getattr(first, "dialect", None)
+        d = first.dialect if isinstance(first, SniffedText) else None
         if d is not None:  # the first file's shape for all, so a file sniffed otherwise is refused by its columns
             same = replace(same, delimiter=d.delimiter, quote=d.quote, header=d.header)
         parts = [first, *(open_source(replace(same, path=str(f))) for f in files[1:])]
@@ -209,7 +211,8 @@ class ManySource(Source):
                     open_source: Callable[[SourceOptions], Source]) -> list[Source]:
         """One sniffed NULL marker for every file, in the columns where any file showed it
         standing for a gap: a column means the same in January and in March."""
-        markers = sorted({p.dialect.null for p in parts if p.dialect.null})  # type: ignore[attr-defined]
+        sniffed = [_sniffed(p) for p in parts]
+        markers = sorted({text.dialect.null for text in sniffed if text.dialect.null})
         if not markers:
             return parts
         if len(markers) > 1:
@@ -217,9 +220,9 @@ class ManySource(Source):
                               "marker with --null (the NULL field in the window)")
         marker = markers[0]
         columns: set[str] | None = set()
-        for p in parts:
-            if p.dialect.null == marker:  # type: ignore[attr-defined]
-                cols = getattr(p, "null_columns", None)
+        for text in sniffed:
+            if text.dialect.null == marker:
+                cols = text.null_columns
                 if cols is None:
                     columns = None
                     break
@@ -227,11 +230,11 @@ class ManySource(Source):
         wanted = None if columns is None else sorted(columns)
         settled = replace(same, null=marker, null_columns=wanted)
         out = []
-        for p in parts:
-            have = getattr(p, "null_columns", None)
-            fits = p.dialect.null == marker and (  # type: ignore[attr-defined]
+        for part, text in zip(parts, sniffed, strict=True):
+            have = text.null_columns
+            fits = text.dialect.null == marker and (
                 (have is None) == (wanted is None) and set(have or ()) == set(wanted or ()))
-            out.append(p if fits else open_source(replace(settled, path=str(p.path))))
+            out.append(part if fits else open_source(replace(settled, path=str(part.path))))
         return out
 
     @property
@@ -242,12 +245,11 @@ class ManySource(Source):
     def settled(part: Source) -> SourceOptions:
         """A part's options with what was sniffed written in, so that opening it again (a load of
         its own, under per-file commits) reads it the same way and sniffs nothing again."""
-        d = getattr(part, "dialect", None)
-        if d is None:
+        if not isinstance(part, SniffedText):
             return part.options
+        d = part.dialect
         return replace(part.options, delimiter=d.delimiter, quote=d.quote, header=d.header, encoding=d.encoding,
-                       null=d.null, null_columns=getattr(part, "null_columns", None),
-                       empty_null_columns=getattr(part, "empty_null_columns", None) or None)
+                       null=d.null, null_columns=part.null_columns, empty_null_columns=part.empty_null_columns or None)
 
     def columns(self) -> list[str]:
         return list(self._columns)
@@ -418,3 +420,9 @@ def fingerprint(path: str) -> str:
         parts.append(f"{f.resolve()}={st.st_size}:{st.st_mtime_ns}:{head}")
     text = "\n".join(parts)
     return "files:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _sniffed(part: Source) -> SniffedText:
+    """A part opened in the first file's format, which was sniffed (a CSV or text file): sniffed too."""
+    assert isinstance(part, SniffedText), part
+    return part

@@ -13,8 +13,9 @@ from PySide6.QtCore import Qt
 
 from core.lab.compare import CompareReport, CompareResult
 from tests.ui.test_compare_tab import _csv, _set_up
+from ui.compare.charts import CompareCharts
+from ui.compare.model import CompareModel
 from ui.compare.tab import IDLE_STATUS
-from ui.compare_tab import CompareCharts, CompareModel
 
 
 def test_failed_combinations_get_no_bar_and_no_made_up_axes(qtbot: Any) -> None:

@@ -12,7 +12,9 @@ from psycopg import sql
 
 from core import profile
 from core.errors import ConfigError
-from ui.compare_tab import CompareModel, CompareSession, parse_counts, strategy_colour
+from ui.compare.form import parse_counts
+from ui.compare.model import CompareModel
+from ui.compare.session import CompareSession, strategy_colour
 
 
 def _csv(path: Path, rows: int) -> Path:

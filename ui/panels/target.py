@@ -96,6 +96,13 @@ class TargetPanel(QGroupBox):
         return [self.conn_combo, self.connect_btn, self.new_btn, self.schema_combo, self.table_combo,
                 self.mode_combo, self.key_edit, self.ddl_edit]
 
+    def table_name(self) -> str:
+        return self.table_combo.currentText().strip()
+
+    def schema(self) -> str | None:
+        """The schema typed or picked (None: the server's default)."""
+        return self.schema_combo.currentText().strip() or None
+
     def show_database(self, info: DatabaseInfo, where: str) -> None:
         """The server's banner and its schemas (the schema typed so far is kept)."""
         self.db_status.setText(f"connected: PostgreSQL {info.version} ({where})")
