@@ -47,6 +47,7 @@ WARM_MIN_BYTES = 32 << 20
 # works on a unit, the raw chunks before it keep the server busy; enough to cover one unit's
 # encoding (4 MB, some 0.1 s) at the server's CSV pace.
 LOOKAHEAD = 16
+UNIT_BYTES = 4 << 20  # what the encoder is handed at a time: a few batches, one parse call
 ENCODER_QUEUE = 2  # units with the encoder (one in work, one waiting), so it never waits on the reader
 
 
@@ -89,7 +90,7 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
                     yield from item.result()  # the encoder's error, at its place in the file
 
         try:
-            with Prefetch(handed(source.raw_or_parsed(parse_now, batch_rows)), depth=LOOKAHEAD) as items:
+            with Prefetch(handed(source.raw_or_parsed(parse_now, batch_rows, UNIT_BYTES)), depth=LOOKAHEAD) as items:
                 for item, mapped, prepared in in_file_order(in_order(items), strategy, reparse=True):
                     run.cancel.check()
                     source.check_unchanged()

@@ -35,6 +35,8 @@ class WriteContext:
     # Warm start (core.load.warm_start): the file's first records go as they are while the
     # strategy's encoder loads; copy_options then hold the file's dialect.
     warm: bool = False
+    # COPY ... (FREEZE): the load's own transaction created or truncated the table (core.load.protocols.single)
+    freeze: bool = False
 
 
 class WriteFailed(Exception):
@@ -65,6 +67,7 @@ class Strategy(ABC):
     # Can send the CSV file's first records as they are while its encoder loads (write_warm,
     # ready, sending_raw: core.strategies.abilities.WarmStarts; core.load.warm_start).
     warms_with_raw_csv: ClassVar[bool] = False
+    freezes: ClassVar[bool] = False  # its COPY statements can say FREEZE
     stream_rows: ClassVar[bool] = False  # WriteFailed.row counts from the load's start, not the batch's
     row_per_line: ClassVar[bool] = False  # its COPY stream holds one line (or tuple) per row: "line N" is row N
     # What the settings change on the wire (the Compare lab asks, never by id):

@@ -41,6 +41,8 @@ def csv_copy_sql(strategy: Strategy) -> sql.Composed:
     if strategy.ctx.force_not_null:
         parts.append(sql.SQL("FORCE_NOT_NULL ({})").format(
             sql.SQL(", ").join(sql.Identifier(c) for c in strategy.ctx.force_not_null)))
+    if strategy.ctx.freeze:
+        parts.append(sql.SQL("FREEZE"))
     return sql.SQL("COPY {} ({}) FROM STDIN ({})").format(
         strategy.ctx.table.ident(), strategy.column_list(), sql.SQL(", ").join(parts)
     )
@@ -50,6 +52,7 @@ class _CopyStrategy(Strategy):
     """Keeps one COPY open across batches; flush() ends it and surfaces server errors."""
 
     stream_rows = True
+    freezes = True
 
     @classmethod
     def default_batch_rows(cls, width: int) -> int:
@@ -69,7 +72,8 @@ class _CopyStrategy(Strategy):
         super().open()
 
     def copy_sql(self) -> sql.Composed:
-        return sql.SQL("COPY {} ({}) FROM STDIN").format(self.ctx.table.ident(), self.column_list())
+        freeze = sql.SQL(" (FREEZE)" if self.ctx.freeze else "")
+        return sql.SQL("COPY {} ({}) FROM STDIN{}").format(self.ctx.table.ident(), self.column_list(), freeze)
 
     def _ensure_copy(self) -> psycopg.Copy:
         if self._copy is None:
@@ -245,7 +249,9 @@ class CopyBinary(_CopyStrategy):
             return csv_copy_sql(self)
         if self._format == "text":
             return super().copy_sql()
-        return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(self.ctx.table.ident(), self.column_list())
+        freeze = sql.SQL(", FREEZE" if self.ctx.freeze else "")
+        return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary{})").format(
+            self.ctx.table.ident(), self.column_list(), freeze)
 
     def open(self) -> None:
         self._format = "binary"

@@ -203,7 +203,7 @@ def test_no_warm_start_once_the_libraries_are_loaded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """In the window, or a second load in one process (the lab's runs), there is nothing to hide:
-    every batch goes typed. This test process has imported them all."""
+    a file the encoder takes in one unit goes typed whole. This test process has imported them all."""
     import pgpq  # noqa: F401
     import pyarrow  # noqa: F401
 
@@ -263,4 +263,76 @@ def test_a_bad_value_early_in_a_large_file_as_a_user_runs_it(
     assert out.returncode != 0
     assert "Traceback" not in out.stderr, out.stderr[-2000:]
     assert "line 9, column 'qty', value '12x'" in out.stderr, out.stderr[-2000:]
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
+
+
+def test_raw_and_binary_take_turns_while_the_encoder_is_busy(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An encoder slower than the server: the chunks read while it works go as CSV, the next
+    unit to it as soon as it is about to run dry, so the two alternate all through the file,
+    and the rows land in file order, as copy-csv stores them."""
+    monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.load.warm_start.UNIT_BYTES", 16 << 10)
+    monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 4 << 10)
+    writes: list[str] = []
+    real_raw, real_prepared, real_prepare = CopyBinary.write_warm, CopyBinary.write_prepared, CopyBinary.prepare
+
+    def write_raw(self: CopyBinary, data: bytes, records: int) -> None:
+        writes.append("raw")
+        real_raw(self, data, records)
+
+    def write_prepared(self: CopyBinary, prepared: object, frame: Any) -> int:
+        writes.append("binary")
+        return real_prepared(self, prepared, frame)
+
+    def slow_prepare(self: CopyBinary, frame: Any) -> object:
+        threading.Event().wait(0.02)  # an encoder slower than the server's own CSV parsing
+        return real_prepare(self, frame)
+
+    monkeypatch.setattr(CopyBinary, "write_warm", write_raw)
+    monkeypatch.setattr(CopyBinary, "write_prepared", write_prepared)
+    monkeypatch.setattr(CopyBinary, "prepare", slow_prepare)
+    src = _file(tmp_path, 6000)
+    mixed, reference = _table(conn, table_name, "balanced"), _table(conn, table_name, "ref_bal")
+    log: list[str] = []
+    result = _load(src, mixed, dsn, log=log)
+    assert result.rows_read == result.rows_loaded == 6000
+    turns = sum(1 for a, b in zip(writes, writes[1:], strict=False) if a == "raw" and b == "binary")
+    assert turns >= 3, writes  # not one switch: they took turns
+    assert any("went as the file's own CSV" in line for line in log), log
+    _load(src, reference, dsn, strategy="copy-csv")
+    _assert_same_rows(conn, mixed, reference)
+    ids = [r[0] for r in conn.execute(sql.SQL("SELECT id FROM {} ORDER BY ctid").format(sql.Identifier(mixed)))]
+    assert ids == list(range(6000))  # sent in file order
+
+
+def test_a_bad_value_in_a_late_raw_chunk_is_named_by_its_row(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Raw and binary parts alternate; a value the server refuses in a raw chunk far into the
+    file sends the load through the parser, which names its row and line; nothing stays."""
+    monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.load.warm_start.UNIT_BYTES", 16 << 10)
+    monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 4 << 10)
+    real_prepare = CopyBinary.prepare
+
+    def slow_prepare(self: CopyBinary, frame: Any) -> object:
+        threading.Event().wait(0.02)
+        return real_prepare(self, frame)
+
+    monkeypatch.setattr(CopyBinary, "prepare", slow_prepare)
+    bad = 5000
+    line_text = f"{bad},4x,1.0,n,true,2020-01-01,2020-01-01 00:00:00"
+    src = _file(tmp_path, 6000, {bad: line_text + "\n"})
+    table = _table(conn, table_name, "bal_bad")
+    log: list[str] = []
+    with pytest.raises(BadRowError) as err:
+        _load(src, table, dsn, log=log)
+    assert any("through the parser" in line for line in log), log  # the server refused a raw chunk
+    problem = err.value.problem
+    assert (problem.row, problem.column, problem.value) == (bad, "qty", "4x")
+    assert problem.line == src.read_text(encoding="utf-8").split("\n").index(line_text) + 1
     assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)

@@ -134,6 +134,17 @@ def run_single(
         if mode is LoadMode.TRUNCATE and not staged:
             assert strategy.conn is not None
             strategy.conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+        if _freezes(run, cls, ctl, ref, created=created, truncated=mode is LoadMode.TRUNCATE and not staged,
+                    own_table=not (staged or private or two_phase)):
+            assert strategy.conn is not None
+            if created:
+                # Made a moment ago by the control connection, and empty: truncated again here, in
+                # the load's transaction, so that COPY may write its rows frozen.
+                strategy.conn.execute(sql.SQL("TRUNCATE {}").format(ref.ident()))
+            ctx.freeze = True
+            run.on_log(f"COPY ... FREEZE: {ref.display()} was {'created' if created else 'truncated'} in this "
+                       "load's transaction, so its rows are written already frozen (no later VACUUM has to "
+                       "rewrite them to freeze them)")
         run.emit(Phase.LOADING, force=True)
         run.cancel.check()
         if raw and cls.multi_connection:
@@ -307,3 +318,18 @@ def move(
         if run.dry_run:
             raise psycopg.Rollback()
         run.mark_file(ctl)  # per-file commits: the file's mark in the move's commit
+
+
+def _freezes(run: RunContext, cls: type[Strategy], ctl: psycopg.Connection[Any], ref: TableRef, *,
+             created: bool, truncated: bool, own_table: bool) -> bool:
+    """COPY may say FREEZE: the rows go straight into the target, in one transaction (no
+    savepoints, no staging table) that created or truncated it, and the target is a plain table
+    (not partitioned, foreign, or under Citus, which refuse it or were not measured)."""
+    if not (cls.freezes and not cls.multi_connection and own_table and (created or truncated)):
+        return False
+    if run.spec.on_error is not ErrorPolicy.ABORT or run.dry_run:
+        return False
+    row = ctl.execute(
+        "SELECT c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+        " FROM pg_class c WHERE c.oid = to_regclass(%s)", [ref.ident().as_string(ctl)]).fetchone()
+    return bool(row and row[0])

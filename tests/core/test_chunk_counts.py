@@ -1,0 +1,71 @@
+"""The raw path counts each chunk's records and looks for swallowed records in one numpy pass
+(core.sources.csv.swallowed.counted): it must say what the bytes methods and the earlier
+line-by-line formula say, on random bytes of every kind that matters (quotes, doubled quotes,
+newlines inside and outside them, delimiters)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from core.sources.csv import swallowed
+from core.sources.csv.records import records_and_lines
+
+
+def _likely_reference(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> bool:
+    """The formula before the fused pass: every line's quotes and delimiters counted."""
+    if not quote or columns < 2 or quote not in data:
+        return False
+    a = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(a == 10)
+    quotes = np.searchsorted(np.flatnonzero(a == quote[0]), ends)
+    in_line = np.diff(quotes, prepend=0)
+    delims = np.diff(np.searchsorted(np.flatnonzero(a == delimiter[0]), ends), prepend=0)
+    inside = ((quotes - in_line) % 2 == 1) & (in_line == 0)
+    return int(np.count_nonzero(inside & (delims == columns - 1))) >= swallowed._needed(columns)
+
+
+def _records(rng: random.Random, delimiter: bytes, columns: int, n: int) -> bytes:
+    """Whole records: some fields quoted, with doubled quotes and newlines inside; some quoted
+    fields hold lines shaped like records."""
+    out = []
+    for _ in range(n):
+        fields = []
+        for _ in range(columns):
+            kind = rng.random()
+            if kind < 0.5:
+                fields.append(rng.choice([b"", b"x", b"abc", b"12"]))
+            else:
+                inner = [rng.choice([b"a", b'""', b"\n", delimiter, b"word"]) for _ in range(rng.randint(0, 8))]
+                if kind > 0.95:  # lines shaped like records inside the quotes
+                    inner += [b"\n" + delimiter.join([b"v"] * columns) for _ in range(rng.randint(1, 5))] + [b"\n"]
+                fields.append(b'"' + b"".join(inner) + b'"')
+        out.append(delimiter.join(fields))
+    return b"\n".join(out) + (b"\n" if rng.random() < 0.9 else b"")
+
+
+@pytest.mark.parametrize("delimiter", [b",", b"\t", b";"])
+@pytest.mark.parametrize("columns", [2, 3, 6])
+def test_counted_agrees_with_the_bytes_methods(monkeypatch: pytest.MonkeyPatch, delimiter: bytes,
+                                               columns: int) -> None:
+    monkeypatch.setattr(swallowed, "_NUMPY_BYTES", 1)  # every size through numpy
+    rng = random.Random(columns * 31 + delimiter[0])
+    suspects = 0
+    for _ in range(400):
+        data = _records(rng, delimiter, columns, rng.randint(1, 60))
+        records, lines, likely = swallowed.counted(data, delimiter, b'"', columns)
+        assert (records, lines) == records_and_lines(data, b'"'), data
+        reference = _likely_reference(data, delimiter, b'"', columns)
+        assert likely == (lines > records and reference), data
+        suspects += likely
+    assert suspects > 0  # the random records did hold lines shaped like records
+
+
+def test_small_chunks_skip_numpy_and_find_the_same() -> None:
+    """Below numpy's threshold the records are read one by one: a swallowing field is still seen."""
+    data = b'1,"open\n2,b\n3,c\n4,d\n5,e\n6,f"\n7,g\n'
+    records, lines, likely = swallowed.counted(data, b",", b'"', 2)
+    assert (records, lines) == records_and_lines(data, b'"') == (2, 7)
+    assert likely
