@@ -112,6 +112,11 @@ def _timestamp(s: pl.Series) -> pl.Series:
 
 def _timestamptz(s: pl.Series) -> pl.Series:
     """An instant in UTC (naive): binary timestamptz is microseconds since 2000-01-01 UTC."""
+    from core.strategies.fixed_width_times import fixed_timestamptz
+
+    fixed = fixed_timestamptz(s)  # timestamps of one width, any offsets: numpy and a few slices
+    if fixed is not None:
+        return fixed
     t = (s.str.replace("T", " ").str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})$", "${1}:00")
          .str.replace(r"([+-]\d{2})(\d{2})$", "${1}:${2}"))
     parsed = (t.str.to_datetime("%Y-%m-%d %H:%M:%S%.f%:z", time_unit="us", strict=False)

@@ -14,6 +14,7 @@ in width returns None: the caller takes the polars path.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,50 @@ def fixed_timestamps(s: pl.Series) -> pl.Series | None:
         ok &= (d[19] == _sep(".")) & _digits(d, range(20, width))
         micros += _number(d, 20, places) * 10 ** (6 - places)
     return _series(s, micros, valid & ok, pl.Datetime("us"))
+
+
+def fixed_timestamptz(s: pl.Series) -> pl.Series | None:
+    """`yyyy-mm-dd hh:mm:ss[.f]` of one width, then an offset (`+05:30`, `-0800`, `+09`, `Z`),
+    as the UTC instant in microseconds, null where not exactly that (or an offset past 15:59,
+    which PostgreSQL judges itself); None when the timestamps' widths differ. A column holds
+    few distinct offsets (its time zones): each is read once, and the rows look theirs up."""
+    first = s.drop_nulls().head(1)
+    if not len(first):
+        return None
+    text = first[0]
+    width = next((i for i in range(19, len(text)) if text[i] in "+-Z"), -1)
+    if width not in _TS_WIDTHS:
+        return None
+    local = fixed_timestamps(s.str.slice(0, width))
+    if local is None:
+        return None
+    off = s.str.slice(width)
+    kinds = off.unique().drop_nulls()
+    if len(kinds) > _MAX_OFFSETS:
+        return None
+    shifts = {k: _offset_micros(k) for k in kinds.to_list()}
+    known = {k: v for k, v in shifts.items() if v is not None}
+    shift = off.replace_strict(list(known), list(known.values()), default=None, return_dtype=pl.Int64)
+    return (local.cast(pl.Int64) - shift).cast(pl.Datetime("us")).alias(s.name)
+
+
+_MAX_OFFSETS = 4096  # more distinct offsets than time zones exist: not this column's shape
+_OFFSET = re.compile(r"([+-])(\d\d)(?::?(\d\d))?")
+
+
+def _offset_micros(text: str) -> int | None:
+    """`+05:30`, `-0800`, `+09` or `Z` as microseconds east of UTC; None for anything else, or
+    past 15:59 (left to PostgreSQL)."""
+    if text == "Z":
+        return 0
+    m = _OFFSET.fullmatch(text)
+    if m is None:
+        return None
+    hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+    if hours > 15 or minutes > 59:
+        return None
+    micros = (hours * 60 + minutes) * 60_000_000
+    return -micros if m.group(1) == "-" else micros
 
 
 def _rows(s: pl.Series, widths: tuple[int, ...]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:

@@ -80,3 +80,46 @@ def test_a_column_of_several_widths_is_left_to_polars() -> None:
 def test_a_slice_of_a_larger_column_reads_its_own_rows() -> None:
     s = pl.Series([f"2024-01-0{i}" for i in range(1, 10)])
     assert fixed_dates(s.slice(3, 4)).to_list() == [dt.date(2024, 1, i) for i in range(4, 8)]  # type: ignore[union-attr]
+
+
+def _tz_value(rng: random.Random, width: int) -> str:
+    offset = rng.choice(["+00", "-08", "+05:30", "-03:30", "+0930", "Z", "+15:59", "+16", "-16:00", "+05:60",
+                         "+5", "+05:3", "05:30", "+05:30:00", "+ab", "z", "", "+09 "])
+    if rng.random() < 0.6:  # a real instant, most of the time
+        moment = dt.datetime(1900, 1, 1) + dt.timedelta(seconds=rng.randrange(200 * 365 * 86400),
+                                                        microseconds=rng.randrange(10**6))
+        text = moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:width]
+        return text + offset
+    return _value(rng, width) + offset
+
+
+@pytest.mark.parametrize("width", [19, 21, 26])
+def test_timestamptz_of_any_offsets_types_as_the_polars_path(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    """The same instant as the polars path (chrono's %:z), or null (the batch goes as text, and the
+    server judges it): never a different value, and never a value where the polars path has none."""
+    rng = random.Random(width * 7)
+    s = pl.Series("v", [None if rng.random() < 0.03 else _tz_value(rng, width) for _ in range(5000)])
+    fast = ab._timestamptz(s)
+    with monkeypatch.context() as m:
+        m.setattr("core.strategies.fixed_width_times.fixed_timestamptz", lambda _s: None)
+        m.setattr("core.strategies.fixed_width_times.fixed_timestamps", lambda _s: None)
+        slow = ab._timestamptz(s)
+    typed = 0
+    for text, f, p in zip(s.to_list(), fast.to_list(), slow.to_list(), strict=True):
+        if f is not None:  # (a null is always safe: the batch goes as text, read by the server)
+            typed += 1
+            assert f == p, text
+        elif p is not None:  # what the fast path leaves to the server: a leap second, or an offset past 15:59
+            assert text is not None and (":60" in text or int(text[width + 1:width + 3]) > 15), (text, p)
+    assert typed > 500
+
+
+def test_timestamptz_offsets_turn_to_utc() -> None:
+    from core.strategies.fixed_width_times import fixed_timestamptz
+
+    s = pl.Series("v", ["2021-03-04 05:06:07.000001+05:30", "2021-03-04 05:06:07.000001-0800",
+                        "2021-03-04 05:06:07.000001Z", "2021-03-04 05:06:07.000001+16", None])
+    got = fixed_timestamptz(s)
+    assert got is not None
+    assert got.to_list() == [dt.datetime(2021, 3, 3, 23, 36, 7, 1), dt.datetime(2021, 3, 4, 13, 6, 7, 1),
+                             dt.datetime(2021, 3, 4, 5, 6, 7, 1), None, None]
