@@ -43,10 +43,12 @@ if TYPE_CHECKING:
 # Below this size the whole file would go as CSV before the encoder is ready: such a file
 # loads as copy-binary always did, every batch typed (the fidelity tests' files among them).
 WARM_MIN_BYTES = 32 << 20
-# Chunks the reader may run ahead of the sender (WARM_CHUNK_BYTES each, 1 MB): while the encoder
-# works on a unit, the raw chunks before it keep the server busy; enough to cover one unit's
-# encoding (4 MB, some 0.1 s) at the server's CSV pace.
-LOOKAHEAD = 16
+# How far the reader may run ahead of the sender, in bytes of the file held (a unit the encoder
+# takes counts thrice: its text, its typed columns and its encoded tuples): while the encoder
+# works on a unit, the raw chunks read before it keep the server busy, and this covers a unit's
+# encoding (some 0.1 s) at the server's CSV pace. It also bounds the memory: a 5M-row load
+# stays under 300 MB.
+LOOKAHEAD_BYTES = 32 << 20
 UNIT_BYTES = 4 << 20  # what the encoder is handed at a time: a few batches, one parse call
 ENCODER_QUEUE = 2  # units with the encoder (one in work, one waiting), so it never waits on the reader
 
@@ -73,24 +75,32 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
         finally:
             queued.add(-1)
 
+    held = _Budget(LOOKAHEAD_BYTES)
     with ThreadPoolExecutor(1, thread_name_prefix="sluice-encoder") as encoder:
-        def handed(items: Iterator[RawChunk | ParseLater | Batch]) -> Iterator[RawChunk | Future[Any]]:
+        def handed(items: Iterator[RawChunk | ParseLater | Batch]) -> Iterator[tuple[RawChunk | Future[Any], int]]:
             for item in items:  # on the reader's thread: units go to the encoder as soon as they are read
                 if isinstance(item, RawChunk):
-                    yield item
+                    cost = len(item.data)
+                    held.take(cost)
+                    yield item, cost
                 else:
+                    cost = 3 * (len(item.chunk.data) if isinstance(item, ParseLater)
+                                else int(item.frame.estimated_size()))
+                    held.take(cost)
                     queued.add(1)
-                    yield encoder.submit(encode, item)
+                    yield encoder.submit(encode, item), cost
 
-        def in_order(items: Iterable[RawChunk | Future[Any]]) -> Iterator[tuple[RawChunk | Batch, Any, object]]:
-            for item in items:
+        def in_order(items: Iterable[tuple[RawChunk | Future[Any], int]]
+                     ) -> Iterator[tuple[RawChunk | Batch, Any, object]]:
+            for item, cost in items:
                 if isinstance(item, RawChunk):
                     yield item, None, item.records
                 else:
                     yield from item.result()  # the encoder's error, at its place in the file
+                held.give(cost)  # sent: the reader may hold that much more
 
         try:
-            with Prefetch(handed(source.raw_or_parsed(parse_now, batch_rows, UNIT_BYTES)), depth=LOOKAHEAD) as items:
+            with Prefetch(handed(source.raw_or_parsed(parse_now, batch_rows, UNIT_BYTES)), depth=1 << 10) as items:
                 for item, mapped, prepared in in_file_order(in_order(items), strategy, reparse=True):
                     run.cancel.check()
                     source.check_unchanged()
@@ -106,6 +116,7 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
                         send_prepared(run, strategy, item, mapped, prepared)
                         sent["binary"] += item.frame.height
         finally:
+            held.close()  # a reader waiting for room stops waiting
             encoder.shutdown(wait=True, cancel_futures=True)
     source.check_unchanged()
     if sent["raw"]:
@@ -124,3 +135,30 @@ class _Count:
     def add(self, n: int) -> None:
         with self._lock:
             self.value += n
+
+
+class _Budget:
+    """Bytes the reader may hold ahead of the sender: take() waits for room (one item always
+    fits, whatever its size), give() makes it; once closed, nothing waits."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.closed = False
+        self._cv = threading.Condition()
+
+    def take(self, n: int) -> None:
+        with self._cv:
+            while self.used and self.used + n > self.limit and not self.closed:
+                self._cv.wait(0.1)
+            self.used += n
+
+    def give(self, n: int) -> None:
+        with self._cv:
+            self.used -= n
+            self._cv.notify_all()
+
+    def close(self) -> None:
+        with self._cv:
+            self.closed = True
+            self._cv.notify_all()
