@@ -32,7 +32,7 @@ from core.events import Phase
 from core.first_bad import in_file_order
 from core.load.stages import Prefetch, send_prepared
 from core.sources.abilities import RawCsvSource
-from core.sources.base import Batch, ParseLater, RawChunk
+from core.sources.base import Batch, ParseLater, RawChunk, Source
 from core.strategies.abilities import WarmStarts
 
 if TYPE_CHECKING:
@@ -101,28 +101,36 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
 
         try:
             with Prefetch(handed(source.raw_or_parsed(parse_now, batch_rows, UNIT_BYTES)), depth=1 << 10) as items:
-                for item, mapped, prepared in in_file_order(in_order(items), strategy, reparse=True):
-                    run.cancel.check()
-                    source.check_unchanged()
-                    if isinstance(item, RawChunk):
-                        assert isinstance(prepared, int)
-                        strategy.write_warm(item.data, prepared)
-                        run.rows_read += prepared
-                        run.rows_loaded += prepared
-                        sent["raw"] += prepared
-                        run.bytes_read = item.bytes_read
-                        run.emit(Phase.LOADING)
-                    else:
-                        send_prepared(run, strategy, item, mapped, prepared)
-                        sent["binary"] += item.frame.height
+                try:
+                    _send(run, strategy, source, in_file_order(in_order(items), strategy, reparse=True), sent)
+                finally:
+                    held.close()  # a reader waiting for room stops waiting, so the Prefetch can join it
         finally:
-            held.close()  # a reader waiting for room stops waiting
             encoder.shutdown(wait=True, cancel_futures=True)
     source.check_unchanged()
     if sent["raw"]:
         total = sent["raw"] + sent["binary"]
         run.on_log(f"copy-binary: {sent['raw']:,} of {total:,} rows went as the file's own CSV, parsed by the "
                    "server while the client's encoder loaded or was busy (warm start); the rest as binary")
+
+
+def _send(run: RunContext, strategy: Strategy, source: Source,
+          items: Iterable[tuple[RawChunk | Batch, Any, object]], sent: dict[str, int]) -> None:
+    assert isinstance(strategy, WarmStarts)
+    for item, mapped, prepared in items:
+        run.cancel.check()
+        source.check_unchanged()
+        if isinstance(item, RawChunk):
+            assert isinstance(prepared, int)
+            strategy.write_warm(item.data, prepared)
+            run.rows_read += prepared
+            run.rows_loaded += prepared
+            sent["raw"] += prepared
+            run.bytes_read = item.bytes_read
+            run.emit(Phase.LOADING)
+        else:
+            send_prepared(run, strategy, item, mapped, prepared)
+            sent["binary"] += item.frame.height
 
 
 class _Count:

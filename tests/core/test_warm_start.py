@@ -37,6 +37,7 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """Warm start on any file, in 8 kB chunks, the encoder held until 3 raw chunks were written."""
     monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
     monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.load.warm_start.LOOKAHEAD_BYTES", 64 << 10)  # the reader leads by 8 chunks
     monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)  # as in a new process
     counts = {"raw": 0, "binary": 0}
     three = threading.Event()
@@ -172,6 +173,7 @@ def test_an_encoder_that_fails_to_load_fails_the_load_and_leaves_nothing(
 ) -> None:
     monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
     monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.load.warm_start.LOOKAHEAD_BYTES", 64 << 10)  # the file needs the encoder
     monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)
 
     def arrow_columns(*args: Any) -> None:
@@ -273,8 +275,12 @@ def test_raw_and_binary_take_turns_while_the_encoder_is_busy(
     """An encoder slower than the server: the chunks read while it works go as CSV, the next
     unit to it as soon as it is about to run dry, so the two alternate all through the file,
     and the rows land in file order, as copy-csv stores them."""
+    import pgpq  # noqa: F401 - the encoder ready from the first chunk, as in the window
+    import pyarrow  # noqa: F401
+
     monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
     monkeypatch.setattr("core.load.warm_start.UNIT_BYTES", 16 << 10)
+    monkeypatch.setattr("core.load.warm_start.LOOKAHEAD_BYTES", 160 << 10)  # two units and 16 chunks
     monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 4 << 10)
     writes: list[str] = []
     real_raw, real_prepared, real_prepare = CopyBinary.write_warm, CopyBinary.write_prepared, CopyBinary.prepare
@@ -314,8 +320,12 @@ def test_a_bad_value_in_a_late_raw_chunk_is_named_by_its_row(
 ) -> None:
     """Raw and binary parts alternate; a value the server refuses in a raw chunk far into the
     file sends the load through the parser, which names its row and line; nothing stays."""
+    import pgpq  # noqa: F401 - the encoder ready from the first chunk, as in the window
+    import pyarrow  # noqa: F401
+
     monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
     monkeypatch.setattr("core.load.warm_start.UNIT_BYTES", 16 << 10)
+    monkeypatch.setattr("core.load.warm_start.LOOKAHEAD_BYTES", 160 << 10)  # two units and 16 chunks
     monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 4 << 10)
     real_prepare = CopyBinary.prepare
 
