@@ -97,12 +97,15 @@ def real(path: Path, table: str, dsn: str, shape: str, strategies: list[str], ba
     return times
 
 
-def judge(firsts: list[str], times: dict[str, list[float]]) -> tuple[str, float, bool]:
-    """The fastest real load, how the best of the lab's firsts landed (best seconds / its seconds), pass."""
+def landed(picks: list[str], times: dict[str, list[float]]) -> float:
+    """How the best of `picks` landed among the real loads: the fastest median seconds / its median seconds."""
     medians = {s: statistics.median(t) for s, t in times.items() if t}
-    fastest = min(medians, key=lambda s: medians[s])
-    landed = max((medians[fastest] / medians[s] for s in firsts if s in medians), default=0.0)
-    return fastest, landed, landed >= 1 / (1 + WITHIN)
+    best = min(medians.values())
+    return max((best / medians[s] for s in picks if s in medians), default=0.0)
+
+
+def fastest_real(times: dict[str, list[float]]) -> str:
+    return min((s for s in times if times[s]), key=lambda s: statistics.median(times[s]))
 
 
 def main() -> int:
@@ -118,7 +121,7 @@ def main() -> int:
     dsn = _dsn(a.dsn)
     strategies = [s for s in a.strategies.split(",") if s]
     shapes = [s for s in a.shapes.split(",") if s] + ([] if a.no_wide else [WIDE])
-    lines = ["| shape | rows | batch | lab's first (ties) | fastest real load | real medians, s | lab's first landed at | within 10% |",
+    lines = ["| shape | rows | batch | lab's first (ties) | fastest real load | real medians, s | lab's first landed at (fastest alone) | within 10% |",
              "|---|---:|---:|---|---|---|---:|---|"]
     passed = 0
     for shape in shapes:
@@ -128,15 +131,17 @@ def main() -> int:
         table = f"lvr_{shape}"
         print(f"{shape} ({rows:,} rows, batches of {batch:,})…", file=sys.stderr, flush=True)
         reset(dsn, table, shape)
-        firsts, _rates = lab(path, table, dsn, strategies, batch, a.repeat)
+        firsts, rates = lab(path, table, dsn, strategies, batch, a.repeat)
         times = real(path, table, dsn, shape, strategies, batch, a.repeat)
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
-        fastest, landed, ok = judge(firsts, times)
+        with_ties = landed(firsts, times)
+        alone = landed([max(rates, key=lambda s: rates[s])], times)  # the lab's fastest median, ties ignored
+        ok = with_ties >= 1 / (1 + WITHIN)
         passed += ok
         medians = ", ".join(f"{s} {statistics.median(t):.2f}" for s, t in times.items())
-        lines.append(f"| {shape} | {rows:,} | {batch:,} | {' = '.join(firsts)} | {fastest} | {medians} | "
-                     f"{landed:.2f} | {'yes' if ok else '**no**'} |")
+        lines.append(f"| {shape} | {rows:,} | {batch:,} | {' = '.join(firsts)} | {fastest_real(times)} | {medians} | "
+                     f"{with_ties:.2f} ({alone:.2f}) | {'yes' if ok else '**no**'} |")
         print(lines[-1], file=sys.stderr, flush=True)
     with psycopg.connect(dsn) as c:
         version = c.execute("SHOW server_version").fetchone()

@@ -136,8 +136,8 @@ def combinations(spec: CompareSpec, is_sql: bool = False) -> list[CompareResult]
     return out
 
 
-# Medians this close to the fastest tie with it: a busy machine's drift between interleaved runs
-# is of this order, and real loads, timed whole, differ from the lab's loading phase by about as much.
+# Medians this close to the fastest tie with it: on a busy two-core machine, interleaved runs of
+# one strategy drift by about this much, so a smaller lead is not a ranking (issue 27, item 6).
 TIE = 0.10
 
 
