@@ -61,7 +61,9 @@ def cmd_compare(args: argparse.Namespace, spec_from_args: Callable[[argparse.Nam
             print(f"{r.strategy} picked {r.picked}")
     said = verdict(report.results)
     if said:
-        print(said[0].upper() + said[1:] + ("" if "tie" not in said else ": run more repeats to tell them apart"))
+        print(said[0].upper() + said[1:] + ("" if "tie" not in said else ": as fast as the lab can tell apart"))
+    if report.note:
+        print(f"note: {report.note}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_json()))
     return 0 if any(r.runs for r in report.results) else 1

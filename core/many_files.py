@@ -118,6 +118,7 @@ class EachFileJob:
             counts: list[dict[str, Any]] = []
             strategy = spec.strategy
             first_reject: str | None = None
+            twice = False  # a file went over several streams through a staging table
             loaded_any = bool(done)  # create or truncate: with the first file that loads (in this run or the last)
             for part in source.parts:
                 key = _mark_key(run_key, part.path)
@@ -153,6 +154,7 @@ class EachFileJob:
                         _mark(ctl, ref, key, part.path, fingerprint, result.strategy,
                               (result.rows_read, result.rows_loaded, result.rows_rejected))
                 first_reject = first_reject or result.reject_file
+                twice = twice or result.writes_twice
                 count = FileCount(str(part.path), result.rows_read, result.rows_loaded, result.rows_rejected)
                 self.on_log(count.describe() + (f" (rejects: {result.reject_file})" if result.reject_file else ""))
                 counts.append(file_json(count, result.reject_file))
@@ -166,7 +168,8 @@ class EachFileJob:
                   if str(f) in by_file or f in source.empty]  # in file order, the empty ones said
         before = sum(c["rows_loaded"] for c in counts if c.get("skipped"))
         return LoadResult(strategy, read, loaded, rejected, seconds, size, first_reject, files=tuple(counts),
-                          loaded_before=before, resumed_from=sum(c["rows_read"] for c in counts if c.get("skipped")))
+                          loaded_before=before, resumed_from=sum(c["rows_read"] for c in counts if c.get("skipped")),
+                          writes_twice=twice)
 
     def _stopped(self, exc: SluiceError, path: Path, counts: list[dict[str, Any]]) -> SluiceError:
         """A file that failed (or was stopped): it rolled back alone; the files before it stay, which

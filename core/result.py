@@ -19,6 +19,7 @@ class LoadResult:
     load_seconds: float = 0.0  # from the first batch to the commit: no start-up, connecting or planning
     chosen: dict[str, Any] | None = None  # with --strategy auto: the strategy, batch_rows and workers picked
     reason: str = ""  # why auto chose it, and why several streams take their protocol (said before the run)
+    writes_twice: bool = False  # several streams through a staging table: every row written twice (said in `reason`)
     rows_dropped: int = 0  # script rows ON CONFLICT DO NOTHING dropped: their key was already there
     tables: tuple[str, ...] = ()  # a script that filled several tables: each one, in the file's order
     table_rows: tuple[tuple[str, int], ...] = ()  # ... and the rows this load put into each

@@ -92,6 +92,22 @@ def inspect(conn: psycopg.Connection[Any], ref: TableRef) -> TargetInfo:
 class Choice:
     protocol: Protocol
     reason: str  # said before the run (log, --json `reason`, the window)
+    once: str = ""  # through a staging table: what would write each row once instead
+
+    @property
+    def writes_twice(self) -> bool:
+        """Every row written twice: into the staging table, then again by the one transaction that
+        moves them into the target (said before the run; --json `writes_twice`)."""
+        return self.protocol is Protocol.STAGED
+
+
+TWICE = "every row is written twice (into the unlogged staging table, then into the target)"
+ONE_CONNECTION = "a one-connection strategy such as copy-csv or copy-binary"
+
+
+def _staged(why: str, once: str) -> Choice:
+    """A staging table, and the reason in words: why, that it writes every row twice, what would not."""
+    return Choice(Protocol.STAGED, f"{why}; {TWICE}. Written once instead: {once}", once)
 
 
 def choose(
@@ -120,29 +136,40 @@ def choose(
     if mode is LoadMode.CREATE:
         return Choice(Protocol.RENAME, "create mode: the streams load a new table under a private name, renamed "
                                        "into place in one short transaction at the end (dropped on failure)")
+    per_batch = "--commit per-batch (each stream commits its own chunks)"
     if info.distributed:
         where = f"distributed by {info.dist_column!r}, " if info.dist_column else ""
-        return Choice(Protocol.STAGED, f"the target is a Citus distributed table ({where}which refuses a client's "
-                                       "PREPARE TRANSACTION): the streams load a staging table distributed and "
-                                       "co-located with it, and INSERT ... SELECT moves the rows on the workers "
-                                       "in one transaction")
-    if mode in (LoadMode.TRUNCATE, LoadMode.UPSERT):
-        return Choice(Protocol.STAGED, f"{mode} mode needs one final step, so the streams load a staging table "
-                                       "moved into the target in one transaction")
+        return _staged(f"the target is a Citus distributed table ({where}which refuses a client's PREPARE "
+                       "TRANSACTION): the streams load a staging table distributed and co-located with it, and "
+                       "INSERT ... SELECT moves the rows on the workers in one transaction",
+                       f"{per_batch}, or {ONE_CONNECTION}")
+    if mode is LoadMode.UPSERT:
+        return _staged("upsert mode needs one final ON CONFLICT pass, so the streams load a staging table moved "
+                       "into the target in one transaction",
+                       "--mode append only (upsert on one connection goes through a table too)")
+    if mode is LoadMode.TRUNCATE:
+        return _staged("truncate mode empties the target and fills it in one final transaction, so the streams load "
+                       "a staging table moved into the target by that transaction", f"{per_batch}, or {ONE_CONNECTION}")
     if skip:
-        return Choice(Protocol.STAGED, "the skip policy isolates bad rows chunk by chunk, so the streams load a "
-                                       "staging table moved into the target in one transaction")
+        return _staged("the skip policy isolates bad rows chunk by chunk, so the streams load a staging table "
+                       "moved into the target in one transaction",
+                       f"{per_batch}, --on-error abort with --mode create or two-phase commit, or {ONE_CONNECTION}")
     if info.reference:
-        return Choice(Protocol.STAGED, "the target is a Citus reference table (no client PREPARE TRANSACTION): the "
-                                       "streams load a staging table moved into it in one transaction")
+        return _staged("the target is a Citus reference table (no client PREPARE TRANSACTION): the streams load a "
+                       "staging table moved into it in one transaction", f"{per_batch}, or {ONE_CONNECTION}")
     blocker = info.two_phase_blocker(branches)
     if blocker is None and not dry_run:
         return Choice(Protocol.TWO_PHASE, "the server allows two-phase commit: one prepared branch per stream, "
-                                          "committed together")
-    why = blocker or "a dry run prepares nothing"
-    return Choice(Protocol.STAGED, f"{why}, so the streams load a staging table kept until one transaction moves "
-                                   "it into the target (the rows are written twice; --mode create or --commit "
-                                   "per-batch write them once)")
+                                          "committed together, each row written once")
+    if blocker is None:
+        return _staged("a check prepares nothing, so the streams load a staging table kept until one transaction "
+                       "moves it into the target, rolled back at the end",
+                       "the load itself, not a check (two-phase commit here)")
+    lift = ("max_prepared_transactions > 0 on the server (two-phase commit)" if not info.two_phase
+            else "two-phase commit once that is lifted")
+    return _staged(f"{blocker}, so the streams load a staging table kept until one transaction moves it into "
+                   "the target", f"--mode create (a new table renamed into place), {per_batch}, {lift}, "
+                   f"or {ONE_CONNECTION}")
 
 
 def distribute_like(conn: psycopg.Connection[Any], stage: TableRef, target: TableRef, info: TargetInfo) -> None:

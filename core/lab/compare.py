@@ -3,7 +3,10 @@
 Runs are interleaved (A B C A B C ...) so drift on a busy machine hits all alike,
 and the real target is never touched: each run loads a scratch table built to load
 as the target does (see scratch_like; from the mapping for a new table), emptied
-between runs.
+between runs. Before every timed run the server writes out the dirty buffers and the WAL
+the runs before it left (CHECKPOINT, outside the timed span), so no run pays for another's.
+Results whose medians are within TIE of the fastest, or whose ranges overlap its, tie for
+first: the lab does not pick one of them on noise.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from psycopg import sql
 
 from core import janitor
@@ -62,7 +66,7 @@ class CompareResult:
     ratio_to_fastest: float = 0.0
     batch_sized: bool = True  # False: the strategy sends row by row; batch_rows only sizes the reads
     picked: str = ""  # `auto` as a contestant: what it picked ("copy-csv · 100,000"), as a load would
-    tie: bool = False  # the fastest and the runner-up, when their min–max ranges overlap
+    tie: bool = False  # tied for first: median within TIE of the fastest, or its range overlaps the fastest's
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -94,10 +98,14 @@ class CompareReport:
     results: list[CompareResult]
     rtt_ms: float
     sample_rows: int | None
+    checkpoints: bool = True  # a CHECKPOINT ran before every timed run (False: the role may not run one)
+    note: str = ""  # said once about the whole comparison (why no checkpoints)
 
     def to_json(self) -> dict[str, Any]:
         return {"results": [r.to_json() for r in self.results], "rtt_ms": self.rtt_ms,
-                "sample_rows": self.sample_rows}
+                "sample_rows": self.sample_rows, "verdict": verdict(self.results),
+                "tied": [describe(r) for r in tied(self.results)], "checkpoints": self.checkpoints,
+                "note": self.note}
 
     def to_csv(self, path: str | Path) -> None:
         """One line per result, each with the comparison's round trip and sample size."""
@@ -128,15 +136,30 @@ def combinations(spec: CompareSpec, is_sql: bool = False) -> list[CompareResult]
     return out
 
 
+# Medians this close to the fastest tie with it: on a busy two-core machine, interleaved runs of
+# one strategy drift by about this much, so a smaller lead is not a ranking (issue 27, item 6).
+TIE = 0.10
+
+
 def rank(results: list[CompareResult]) -> None:
-    """Set each result's ratio to the fastest median among them, and mark a tie for the fastest."""
+    """Set each result's ratio to the fastest median among them, and mark the ties for first: the
+    fastest and every result whose median is within TIE of it or whose fastest run reaches its slowest."""
     best = max((r.median_rows_per_s for r in results if r.runs), default=0.0)
     for r in results:
         r.ratio_to_fastest = r.median_rows_per_s / best if best else 0.0
         r.tie = False
-    first, second = podium(results)
-    if first is not None and second is not None and min(first.runs) <= max(second.runs):
-        first.tie = second.tie = True  # the winner's slowest run was no faster than the runner-up's fastest
+    first, _ = podium(results)
+    if first is None:
+        return
+    close = [r for r in results if r.runs and r is not first
+             and (r.ratio_to_fastest >= 1 - TIE or max(r.runs) >= min(first.runs))]
+    for r in [first, *close] if close else []:
+        r.tie = True
+
+
+def tied(results: list[CompareResult]) -> list[CompareResult]:
+    """The results tied for first, fastest median first ([] when one result wins alone)."""
+    return sorted((r for r in results if r.tie and r.runs), key=lambda r: r.median_rows_per_s, reverse=True)
 
 
 def podium(results: list[CompareResult]) -> tuple[CompareResult | None, CompareResult | None]:
@@ -146,12 +169,16 @@ def podium(results: list[CompareResult]) -> tuple[CompareResult | None, CompareR
 
 
 def verdict(results: list[CompareResult]) -> str:
-    """'copy-csv · 10,000 wins' or 'tie: copy-csv · 10,000 and copy-binary · 10,000 (ranges overlap)'; '' if none."""
-    first, second = podium(results)
+    """'copy-csv · 10,000 wins', or 'tie: copy-csv · 10,000 and copy-binary · 10,000 (...)' for every
+    result tied for first; '' if none finished a run."""
+    first, _ = podium(results)
     if first is None:
         return ""
-    if first.tie and second is not None:
-        return f"tie: {describe(first)} and {describe(second)} (their min–max ranges overlap)"
+    firsts = tied(results)
+    if len(firsts) > 1:
+        names = [describe(r) for r in firsts]
+        return (f"tie: {', '.join(names[:-1])} and {names[-1]} (medians within {TIE:.0%} of the fastest, "
+                "or min–max ranges that overlap)")
     return f"{describe(first)} wins"
 
 
@@ -273,6 +300,7 @@ def run_compare(
             else:
                 ctl.execute(mp.create_table_sql(scratch, maps))
             results = combinations(spec, plan.source.format == "sql")
+            settle = Settle(ctl)
             total = len(results) * spec.repeat
             done = 0
             limits: dict[str, int | None] = {}
@@ -290,7 +318,7 @@ def run_compare(
                     if on_progress:
                         on_progress(f"run {rep + 1}/{spec.repeat}: {describe(res)}", done, total)
                     try:
-                        _one_run(ctl, scratch, run_spec, res, limits, spec.budget_s, cancel)
+                        _one_run(ctl, scratch, run_spec, res, limits, spec.budget_s, cancel, settle)
                     except Cancelled:
                         raise
                     except SluiceError as exc:
@@ -301,7 +329,7 @@ def run_compare(
             rank(results)
             if on_progress:
                 on_progress("done", total, total)
-            return CompareReport(results, spec.rtt_ms, spec.sample_rows)
+            return CompareReport(results, spec.rtt_ms, spec.sample_rows, settle.allowed, settle.note)
         finally:
             ctl.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(scratch.ident()))
 
@@ -315,9 +343,36 @@ def _stops(relay: Any) -> Iterator[None]:
             relay.stop()
 
 
+class Settle:
+    """A CHECKPOINT before each timed run, so no run pays for the dirty buffers and WAL of the runs
+    before it (the checkpoint one run's WAL starts would otherwise fall in the next one's load).
+
+    CHECKPOINT needs a superuser, or on PostgreSQL 15 and later the pg_checkpoint role. Without it
+    nothing else forces the server to write its dirty buffers out, so the lab runs without, once
+    said why (`note`): interleaving then spreads the cost over every strategy alike.
+    """
+
+    NOT_ALLOWED = ("this role may not run CHECKPOINT (superuser, or pg_checkpoint on PostgreSQL 15 and later), so "
+                   "runs may pay for the dirty pages and WAL of the runs before them; interleaving spreads that "
+                   "over every strategy alike")
+
+    def __init__(self, ctl: Any) -> None:
+        self.ctl = ctl
+        self.allowed = True
+        self.note = ""
+
+    def __call__(self) -> None:
+        if not self.allowed:
+            return
+        try:
+            self.ctl.execute("CHECKPOINT")
+        except psycopg.errors.InsufficientPrivilege:
+            self.allowed, self.note = False, self.NOT_ALLOWED
+
+
 def _one_run(
     ctl: Any, scratch: TableRef, run_spec: LoadSpec, res: CompareResult, limits: dict[str, int | None],
-    budget_s: float, cancel: CancelToken,
+    budget_s: float, cancel: CancelToken, settle: Callable[[], None] = lambda: None,
 ) -> None:
     ctl.execute(sql.SQL("TRUNCATE {}").format(scratch.ident()))
     key = f"{res.strategy}/{res.batch_rows}/{res.workers}"
@@ -330,6 +385,7 @@ def _one_run(
             res.reduced_rows = limit
             opts, _ = _write_sample(run_spec, limit, Path(folder))
             run_spec = replace(run_spec, source=opts)
+        settle()  # outside the timed span: the runs before (and the probes) leave nothing for this one
         _timed_run(run_spec, res, budget_s, cancel)
 
 

@@ -66,13 +66,17 @@ class Foresight:
     protocol: str  # single, staged, two-phase, create-then-rename, per-batch; none: nothing to send
     reason: str
     auto: bool  # the strategy is auto's pick
+    writes_twice: bool = False  # several streams through a staging table (core.server.Choice.writes_twice)
 
     def describe(self) -> str:
         if self.protocol == "none":
             return self.reason  # nothing to send (an empty file): only what will be done instead
         picked = "auto will pick" if self.auto else "will run"
         workers = f", {self.workers} workers" if self.workers > 1 else ""
-        head = f"{picked} {self.strategy} (batches of {self.batch_rows:,} rows{workers}; commit: {self.protocol})"
+        # In the head, so a plan line cut short to fit still says it; the reason says why and what writes once.
+        twice = ", every row written twice" if self.writes_twice else ""
+        head = (f"{picked} {self.strategy} (batches of {self.batch_rows:,} rows{workers}; "
+                f"commit: {self.protocol}{twice})")
         return f"{head}: {self.reason}" if self.reason else head
 
 
@@ -136,7 +140,14 @@ class LoadJob:
         reasons = [r for r in (self.chosen.reason if self.chosen else "", result.reason) if r]
         if self.chosen is not None:
             result = replace(result, chosen=self.chosen.to_json(), reason="; ".join(reasons))
+        if self.writes_twice:
+            result = replace(result, writes_twice=True)
         return result
+
+    @property
+    def writes_twice(self) -> bool:
+        """Several streams through a staging table: every row written twice (said before the run)."""
+        return self.ctx.protocol is not None and self.ctx.protocol.writes_twice
 
     def foresee(self) -> Foresight:
         """What a run would do, said before it starts: the strategy (auto's pick), batch size,
@@ -155,7 +166,7 @@ class LoadJob:
             protocol = "staged" if single.staged_load(cls, self.spec.target.mode, None) else "single"
         reasons = [r for r in (self.chosen.reason if self.chosen else "", self.ctx.reason) if r]
         return Foresight(cls.id, self.spec.rows_per_batch, self.spec.workers if cls.takes_workers else 1, protocol,
-                         "; ".join(reasons), auto=self.chosen is not None)
+                         "; ".join(reasons), auto=self.chosen is not None, writes_twice=self.writes_twice)
 
     def _settle(self, ctl: psycopg.Connection[Any]) -> tuple[Plan, type[Strategy]]:
         """The plan, the strategy (auto's pick) and the protocol; refuses what cannot work here."""

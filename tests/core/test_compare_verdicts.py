@@ -16,7 +16,7 @@ def test_a_winner_whose_range_overlaps_the_runner_up_is_a_tie() -> None:
     rank([a, b, c])
     assert (a.tie, b.tie, c.tie) == (True, True, False)
     assert verdict([a, b, c]) == ("tie: copy-csv · 10,000 and copy-binary · 10,000 "
-                                  "(their min–max ranges overlap)")
+                                  "(medians within 10% of the fastest, or min–max ranges that overlap)")
     assert a.to_json()["tie"] is True
     b.runs = [700.0, 800.0, 850.0]  # apart now: a's slowest run beats b's fastest
     rank([a, b, c])

@@ -471,3 +471,33 @@ def test_a_refused_key_is_told_in_the_targets_names(
     elif staged:
         assert "commit per batch" in msg
     assert conn.execute(sql.SQL("SELECT id, s FROM {}").format(sql.Identifier(table))).fetchall() == [(100, "kept")]
+
+
+def test_every_staged_protocol_says_it_writes_twice_and_what_writes_once() -> None:
+    """Issue 27, item 4: each way to a staging table carries writes_twice and its alternative;
+    create-then-rename, two-phase and chunk commits write each row once."""
+    from core.server import TWICE, Protocol, TargetInfo, choose
+
+    def pick(mode: LoadMode = LoadMode.APPEND, commit: CommitMode = CommitMode.SINGLE,
+             policy: ErrorPolicy = ErrorPolicy.ABORT, info: TargetInfo | None = None, dry_run: bool = False) -> Any:
+        return choose(multi_connection=True, chunk_commits=True, mode=mode, commit=commit, on_error=policy,
+                      info=info or TargetInfo(True, False), dry_run=dry_run)
+
+    staged = {
+        "truncate": pick(LoadMode.TRUNCATE),
+        "upsert": pick(LoadMode.UPSERT),
+        "skip": pick(policy=ErrorPolicy.SKIP),
+        "citus distributed": pick(info=TargetInfo(False, True, distributed=True, dist_column="id")),
+        "citus reference": pick(info=TargetInfo(False, True, reference=True)),
+        "no 2pc": pick(info=TargetInfo(False, False)),
+        "no free slot": pick(info=TargetInfo(True, False, prepared_free=0)),
+        "a check": pick(dry_run=True),
+    }
+    for name, choice in staged.items():
+        assert choice.protocol is Protocol.STAGED and choice.writes_twice, name
+        assert TWICE in choice.reason and choice.once and f"Written once instead: {choice.once}" in choice.reason, name
+    assert "max_prepared_transactions > 0" in staged["no 2pc"].once and "--mode create" in staged["no 2pc"].once
+    assert "--commit per-batch" in staged["no 2pc"].once and "--commit per-batch" in staged["truncate"].once
+    once = [pick(LoadMode.CREATE), pick(), pick(commit=CommitMode.PER_BATCH)]
+    assert [c.protocol for c in once] == [Protocol.RENAME, Protocol.TWO_PHASE, Protocol.CHUNKS]
+    assert not any(c.writes_twice or "twice" in c.reason for c in once)

@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 from core.auto import AUTO
-from core.lab.compare import CompareResult, describe
+from core.lab.compare import TIE, CompareResult, describe
 from ui.compare.form import swatch
 from ui.compare.session import CompareSession, rtt_text, strategy_colour
 
@@ -72,7 +72,7 @@ class CompareModel(QAbstractTableModel):
     def note(r: CompareResult) -> str:
         if r.error:
             return f"error: {r.error}"
-        notes = ["tie: its min–max range overlaps the other's"] if r.tie else []
+        notes = [f"tie for first: median within {TIE:.0%} of the fastest, or ranges overlap"] if r.tie else []
         if r.reduced_rows:
             notes.append(f"measured on {r.reduced_rows:,} rows")
         return "; ".join(notes)

@@ -29,5 +29,6 @@ def summary(report: CompareReport) -> str:
     # word joiners: a narrow panel must not break "rows/s" at its slash
     text = f"Fastest: {describe(best)} at {best.median_rows_per_s:,.0f}\u00a0rows\u2060/\u2060s."
     if best.tie:
-        text += f" A {verdict(report.results)}: run more repeats to tell them apart."
-    return text + (f" {failed} combination(s) failed: see the Note column." if failed else "")
+        text += f" A {verdict(report.results)}: as fast as the lab can tell apart."
+    text += f" {failed} combination(s) failed: see the Note column." if failed else ""
+    return text + (f" Note: {report.note}." if report.note else "")
