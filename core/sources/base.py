@@ -55,6 +55,7 @@ class RawChunk:
     bytes_read: int
     odd: bool = False  # may hold a bare quote: only the field-aware reader reads it as written
     records: int = -1  # how many records `data` holds, when counted already (-1: not counted)
+    lines: int = -1  # how many newlines it holds, counted with the records (-1: not counted)
     refused: bool = False  # holds a value the client refuses (core.relative_dates): the parser sets its row aside
 
 

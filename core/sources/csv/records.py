@@ -140,10 +140,30 @@ def has_bare_quote(data: bytes | memoryview, delimiter: bytes, quote: bytes) -> 
     return _bare_quote_pattern(delimiter, quote).search(data) is not None
 
 
+def quote_positions(np: Any, data: bytes | memoryview, quote: int) -> Any:
+    """Where `quote` stands in `data`, as a numpy array. The raw path asks twice of each chunk
+    (the bare-quote test as it cuts it, then the counts): the last answer is kept for the same
+    bytes object, one entry, replaced in one assignment (threads read it whole)."""
+    last = _last_quotes
+    if last is not None and last[0] is data and last[1] == quote:
+        return last[2]
+    at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == quote)
+    _remember(data, quote, at)
+    return at
+
+
+def _remember(data: bytes | memoryview, quote: int, at: Any) -> None:
+    global _last_quotes
+    _last_quotes = (data, quote, at)
+
+
+_last_quotes: tuple[bytes | memoryview, int, Any] | None = None
+
+
 def _numpy_bare_quote(np: Any, data: bytes | memoryview, delimiter: int, quote: int) -> bool:
     """has_bare_quote's test on the bytes around every quote at once."""
     b = np.frombuffer(data, dtype=np.uint8)
-    at = np.flatnonzero(b == quote)
+    at = quote_positions(np, data, quote)
     inner = at[(at > 0) & (at < len(b) - 1)]  # a quote at either end has no ordinary byte beyond it
     special = np.zeros(256, dtype=bool)
     special[[delimiter, 13, 10, quote]] = True

@@ -200,7 +200,7 @@ class CsvSource(CsvRecordParsing, Source):
                 if found is not None:
                     raise SourceError(found[1], path=str(self.path), line=found[0])
             consumed += len(chunk.data)
-            yield dataclasses.replace(chunk, records=records)
+            yield dataclasses.replace(chunk, records=records, lines=lines)
 
     def _raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
         chunk_bytes = chunk_bytes or CHUNK_BYTES
@@ -352,8 +352,10 @@ class CsvSource(CsvRecordParsing, Source):
                     group.append(more)
                     size += len(more.data)
                 chunk = _joined(group)
-            records, lines = records_and_lines(chunk.data, q)
-            chunk = dataclasses.replace(chunk, records=records)
+            if chunk.lines < 0:  # (counted whole chunks carry both; a joined unit sums them)
+                records, lines = records_and_lines(chunk.data, q)
+                chunk = dataclasses.replace(chunk, records=records, lines=lines)
+            records, lines = chunk.records, chunk.lines
             yield ParseLater(chunk, row, line, offset) if later else chunk
             row, line, offset = row + records, line + lines, offset + len(chunk.data)
 
@@ -450,7 +452,9 @@ def _regroup(chunks: Iterable[RawChunk], size: int) -> Iterator[RawChunk]:
 def _joined(group: list[RawChunk]) -> RawChunk:
     if len(group) == 1:
         return group[0]
-    return RawChunk(b"".join(c.data for c in group), group[-1].bytes_read, any(c.odd for c in group))
+    counted = all(c.lines >= 0 for c in group)
+    return RawChunk(b"".join(c.data for c in group), group[-1].bytes_read, any(c.odd for c in group),
+                    sum(c.records for c in group) if counted else -1, sum(c.lines for c in group) if counted else -1)
 
 
 def _unique_names(names: list[str]) -> list[str]:
