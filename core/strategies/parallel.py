@@ -96,7 +96,8 @@ class _Worker(threading.Thread):
 
         if self._fd < 0:
             self._fd = os.open(self.owner.path, os.O_RDONLY)
-        yield from read_records(self._fd, span[0], span[1])  # feed_raw's reader checked the quotes
+        # feed_raw's reader checked the quotes
+        yield from read_records(self._fd, span[0], span[1], quote=self.owner.quote)
 
     def _failed(self, error: BaseException, stopped: bool) -> None:
         self.error = error

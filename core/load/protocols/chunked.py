@@ -221,7 +221,7 @@ class _Stream(threading.Thread):
             sent = 0
             with conn.cursor() as cur:
                 with cur.copy(plan.raw_copy) as cp:
-                    for part in read_records(self._fd, piece.lo, piece.hi):
+                    for part in read_records(self._fd, piece.lo, piece.hi, quote=plan.quote):
                         sent += count_records(bytes(part), plan.quote)
                         cp.write(part)
                         self.owner.bytes_sent += len(part)  # for progress only: streams may race on it

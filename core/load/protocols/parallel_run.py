@@ -228,13 +228,14 @@ def _refusing(source: RawCsvChunks, fd: int, cuts: Iterator[int]) -> Iterator[in
     refuses (core.relative_dates) sends the load through the parser, which sets its row aside."""
     refuse = source.refuse
     assert refuse is not None and isinstance(source, Source)
+    quote = source.dialect.quote.encode()
     prev = next(cuts, None)
     if prev is None:
         return
     yield prev
     for cut in cuts:
         # The words looked for slice by slice; a range is read whole only where one stands.
-        if any(refuse.may_hold(piece) for piece in read_records(fd, prev, cut)) \
+        if any(refuse.may_hold(piece) for piece in read_records(fd, prev, cut, quote=quote)) \
                 and refuse.raw_refused(source, os.pread(fd, cut - prev, prev)):
             raise ParseInstead("a relative date word (now, today, ...) in a date or time column")
         yield cut

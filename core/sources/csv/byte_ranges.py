@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import LoadFailed, ParseInstead
 from core.sources.base import BadRecord
-from core.sources.csv.records import BareQuoteIn, EndsInQuote
+from core.sources.csv.records import BareQuoteIn, EndsInQuote, record_cut
 
 if TYPE_CHECKING:
     import polars as pl
@@ -105,20 +105,24 @@ def byte_pieces(cuts: Iterator[int], done: Ranges) -> Iterator[Piece]:
 SLICE_BYTES = 8 << 20  # a stream holds this much of its chunk at a time, however large the chunk
 
 
-def read_records(fd: int, lo: int, hi: int, slice_bytes: int = SLICE_BYTES) -> Iterator[memoryview]:
-    """File bytes lo .. hi - 1 (whole records) in slices ending at a newline, for one COPY.
+def read_records(fd: int, lo: int, hi: int, slice_bytes: int | None = None, quote: bytes = b'"'
+                 ) -> Iterator[memoryview]:
+    """File bytes lo .. hi - 1 (whole records) in slices of whole records, for one COPY.
 
-    The reader that cut the range checked it for bare quotes (csv_records.record_cuts), so the
-    stream only reads and sends: one pread per slice, no per-byte Python work.
+    The reader that cut the range checked it for bare quotes (csv_records.record_cuts), so a
+    slice ends at its last newline outside quotes and can be counted on its own (slices cut at
+    any newline, one inside a quoted field among them, made a stream's count of a range differ
+    from the server's, and a per-batch parallel load of such a file fail). One pread per slice,
+    and a count of its quotes.
     """
-    at = lo
+    at, slice_bytes = lo, slice_bytes or SLICE_BYTES
     while at < hi:
         want = min(slice_bytes, hi - at)
         while True:
             data = os.pread(fd, want, at)
             if len(data) < want:
                 raise LoadFailed("the file got shorter during the load; the chunks committed so far stay")
-            end = len(data) if at + want == hi else data.rfind(b"\n") + 1
+            end = len(data) if at + want == hi else record_cut(data, quote)
             if end:
                 break
             want = min(2 * want, hi - at)  # one record longer than a slice: take more
