@@ -7,8 +7,8 @@ own parsing of the same bytes would (quoted text, timestamps with offsets): a cl
 the slower of the two leaves the server waiting. So when the file's own bytes could go to
 COPY (a CSV mapped column for column, `abort` on error), the reader decides chunk by chunk, as
 it reads, ahead of the sender: while the encoder has work queued (or is still loading), the
-chunk goes as it is, in a CSV COPY statement the server parses; when the encoder is about to
-run dry, the next few MB are left to it to parse, type and send as binary COPY. Both stay
+chunk goes as it is, in a CSV COPY statement the server parses; the moment the encoder is
+idle, the next few MB are left to it to parse, type and send as binary COPY. Both stay
 busy, and the split follows whatever each column type costs each side on this machine. The
 chunks are sent in file order, in one transaction; every value reaches the table as
 PostgreSQL's own CSV input or as the exactly typed binary form, which the fidelity tests hold
@@ -23,7 +23,7 @@ raw parts' records counted.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +50,8 @@ WARM_MIN_BYTES = 32 << 20
 # stays under 300 MB.
 LOOKAHEAD_BYTES = 32 << 20
 UNIT_BYTES = 4 << 20  # what the encoder is handed at a time: a few batches, one parse call
-ENCODER_QUEUE = 2  # units with the encoder (one in work, one waiting), so it never waits on the reader
+ENCODER_QUEUE = 1  # units with the encoder at once: the next is handed the moment it is idle
+UNITS_HELD = 3  # units handed and not yet sent, at most (each holds its text, columns and tuples)
 
 
 def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
@@ -58,11 +59,11 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
     assert isinstance(source, RawCsvSource) and isinstance(strategy, WarmStarts)  # the load chose both for it
     ready = strategy.ready
     maps, prepare, batch_rows = plan.maps, strategy.prepare, run.spec.rows_per_batch
-    queued = _Count()  # units handed to the encoder and not encoded yet
+    flow = _Flow(LOOKAHEAD_BYTES)
     sent = {"raw": 0, "binary": 0}
 
-    def parse_now() -> bool:  # asked by the reader as it reads each chunk
-        return ready.is_set() and queued.value < ENCODER_QUEUE
+    def parse_now() -> bool:  # asked by the reader of each chunk it has read, before it goes anywhere
+        return flow.decide(ready.is_set)
 
     def encode(item: ParseLater | Batch) -> list[tuple[Batch, Any, object]]:  # on the encoder's thread
         try:
@@ -73,21 +74,19 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
                 out.append((batch, mapped, prepare(mapped)))
             return out
         finally:
-            queued.add(-1)
+            flow.encoded()
 
-    held = _Budget(LOOKAHEAD_BYTES)
     with ThreadPoolExecutor(1, thread_name_prefix="sluice-encoder") as encoder:
         def handed(items: Iterator[RawChunk | ParseLater | Batch]) -> Iterator[tuple[RawChunk | Future[Any], int]]:
             for item in items:  # on the reader's thread: units go to the encoder as soon as they are read
                 if isinstance(item, RawChunk):
                     cost = len(item.data)
-                    held.take(cost)
+                    flow.hold(cost)
                     yield item, cost
                 else:
                     cost = 3 * (len(item.chunk.data) if isinstance(item, ParseLater)
                                 else int(item.frame.estimated_size()))
-                    held.take(cost)
-                    queued.add(1)
+                    flow.hand_unit(cost)
                     yield encoder.submit(encode, item), cost
 
         def in_order(items: Iterable[tuple[RawChunk | Future[Any], int]]
@@ -95,16 +94,17 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
             for item, cost in items:
                 if isinstance(item, RawChunk):
                     yield item, None, item.records
+                    flow.sent(cost)
                 else:
                     yield from item.result()  # the encoder's error, at its place in the file
-                held.give(cost)  # sent: the reader may hold that much more
+                    flow.sent(cost, unit=True)
 
         try:
             with Prefetch(handed(source.raw_or_parsed(parse_now, batch_rows, UNIT_BYTES)), depth=1 << 10) as items:
                 try:
                     _send(run, strategy, source, in_file_order(in_order(items), strategy, reparse=True), sent)
                 finally:
-                    held.close()  # a reader waiting for room stops waiting, so the Prefetch can join it
+                    flow.close()  # a reader waiting for room stops waiting, so the Prefetch can join it
         finally:
             encoder.shutdown(wait=True, cancel_futures=True)
     source.check_unchanged()
@@ -133,37 +133,52 @@ def _send(run: RunContext, strategy: Strategy, source: Source,
             sent["binary"] += item.frame.height
 
 
-class _Count:
-    """An int that two threads change."""
-
-    def __init__(self) -> None:
-        self.value = 0
-        self._lock = threading.Lock()
-
-    def add(self, n: int) -> None:
-        with self._lock:
-            self.value += n
-
-
-class _Budget:
-    """Bytes the reader may hold ahead of the sender: take() waits for room (one item always
-    fits, whatever its size), give() makes it; once closed, nothing waits."""
+class _Flow:
+    """What the reader holds ahead of the sender, and what the encoder has: the reader asks
+    decide() of each chunk it read. The encoder, once ready and idle, gets the next unit at
+    once (whatever the reader holds: an idle encoder is the waste this avoids); otherwise the
+    chunk goes as it is, when there is room for it (the reader waits for the sender until
+    there is). Units held (handed, not yet sent) are capped, so memory stays bounded."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.used = 0
+        self.used = 0  # bytes held: raw chunks, and units counted thrice
+        self.busy = 0  # units with the encoder, not encoded yet
+        self.units = 0  # units handed and not yet sent
         self.closed = False
         self._cv = threading.Condition()
 
-    def take(self, n: int) -> None:
+    def decide(self, ready: Callable[[], bool]) -> bool:
+        with self._cv:
+            while not self.closed:
+                if self.busy < ENCODER_QUEUE and self.units < UNITS_HELD and ready():
+                    return True
+                if self.used < self.limit:
+                    return False
+                self._cv.wait(0.02)  # (the encoder's readiness is polled: its event says nothing here)
+            return False
+
+    def hold(self, n: int) -> None:
         with self._cv:
             while self.used and self.used + n > self.limit and not self.closed:
                 self._cv.wait(0.1)
             self.used += n
 
-    def give(self, n: int) -> None:
+    def hand_unit(self, n: int) -> None:
+        with self._cv:
+            self.used += n
+            self.busy += 1
+            self.units += 1
+
+    def encoded(self) -> None:
+        with self._cv:
+            self.busy -= 1
+            self._cv.notify_all()
+
+    def sent(self, n: int, *, unit: bool = False) -> None:
         with self._cv:
             self.used -= n
+            self.units -= unit
             self._cv.notify_all()
 
     def close(self) -> None:

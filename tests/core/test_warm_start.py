@@ -274,7 +274,7 @@ def test_raw_and_binary_take_turns_while_the_encoder_is_busy(
 ) -> None:
     """An encoder slower than the server: the chunks read while it works go as CSV, the next
     unit to it as soon as it is about to run dry, so the two alternate all through the file,
-    and the rows land in file order, as copy-csv stores them."""
+    sent in file order, and the table holds what copy-csv stores."""
     import pgpq  # noqa: F401 - the encoder ready from the first chunk, as in the window
     import pyarrow  # noqa: F401
 
@@ -283,14 +283,17 @@ def test_raw_and_binary_take_turns_while_the_encoder_is_busy(
     monkeypatch.setattr("core.load.warm_start.LOOKAHEAD_BYTES", 160 << 10)  # two units and 16 chunks
     monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 4 << 10)
     writes: list[str] = []
+    firsts: list[int] = []  # the first id of each write, in the order they were sent
     real_raw, real_prepared, real_prepare = CopyBinary.write_warm, CopyBinary.write_prepared, CopyBinary.prepare
 
     def write_raw(self: CopyBinary, data: bytes, records: int) -> None:
         writes.append("raw")
+        firsts.append(int(data.split(b",", 1)[0]))
         real_raw(self, data, records)
 
     def write_prepared(self: CopyBinary, prepared: object, frame: Any) -> int:
         writes.append("binary")
+        firsts.append(int(frame[0, "id"]))
         return real_prepared(self, prepared, frame)
 
     def slow_prepare(self: CopyBinary, frame: Any) -> object:
@@ -310,8 +313,7 @@ def test_raw_and_binary_take_turns_while_the_encoder_is_busy(
     assert any("went as the file's own CSV" in line for line in log), log
     _load(src, reference, dsn, strategy="copy-csv")
     _assert_same_rows(conn, mixed, reference)
-    ids = [r[0] for r in conn.execute(sql.SQL("SELECT id FROM {} ORDER BY ctid").format(sql.Identifier(mixed)))]
-    assert ids == list(range(6000))  # sent in file order
+    assert firsts == sorted(firsts) and firsts[0] == 0  # sent in file order
 
 
 def test_a_bad_value_in_a_late_raw_chunk_is_named_by_its_row(
