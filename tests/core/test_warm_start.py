@@ -273,7 +273,7 @@ def test_raw_and_binary_take_turns_while_the_encoder_is_busy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An encoder slower than the server: the chunks read while it works go as CSV, the next
-    unit to it as soon as it is about to run dry, so the two alternate all through the file,
+    unit to it the moment it is idle, so the two alternate all through the file,
     sent in file order, and the table holds what copy-csv stores."""
     import pgpq  # noqa: F401 - the encoder ready from the first chunk, as in the window
     import pyarrow  # noqa: F401
