@@ -72,6 +72,14 @@ def _no_leaks(qtbot: Any) -> Iterator[None]:
 
 
 @pytest.fixture
+def dsn(embedded_dsn: str) -> str:
+    """The window's tests run against the embedded server, the window's own default: what they
+    prove is the window's (its questions, its wiring, its texts). The engine's tests, which the
+    window calls, run on every server (tests/conftest.py), so the suite stays inside its time."""
+    return embedded_dsn
+
+
+@pytest.fixture
 def window(qtbot, dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     monkeypatch.setenv("SLUICE_CONFIG_DIR", str(tmp_path / "config"))
     # The kept history is the test's own (a window lists every run the file holds).
