@@ -27,11 +27,33 @@ import psycopg
 from psycopg import sql
 
 from bench.corpus import DDL, SHAPES, generate
-from bench.run_bench import DATA, LOCAL_DSN, ROOT, psql_cmd, timed
+from bench.run_bench import DATA, LOCAL_DSN, ROOT, psql_cmd
 
 SHARED = Path("/tmp/sluice-bench")  # a folder the server's own process can write and read
 
 STRATEGIES = ("auto", "copy-csv", "copy-binary", "parallel-copy")
+
+
+# Peak RSS (MB) and auto's pick of each case's runs, beside the times.
+PEAKS: dict[tuple[str, str], list[float]] = {}
+PICKS: dict[str, str] = {}
+
+
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """Seconds, peak RSS in MB (the process's own, from wait4) and stderr of one whole command."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:6])}... failed: {text.strip()[-400:]}")
+    return elapsed, usage.ru_maxrss / 1024, text
 
 
 def _reset(dsn: str, table: str, shape: str) -> None:
@@ -84,7 +106,12 @@ def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
     for _ in range(repeat):
         for name, cmd in cases:
             _reset(dsn, table, shape)
-            times[name].append(timed(cmd))
+            seconds, peak, err = timed(cmd)
+            times[name].append(seconds)
+            PEAKS.setdefault((shape, name), []).append(peak)
+            if name == "auto":
+                chose = next((ln for ln in err.splitlines() if ln.startswith("auto chose ")), "")
+                PICKS[shape] = chose.removeprefix("auto chose ").split(" (")[0].split(":")[0]
             if binary is None:
                 binary = _export_binary(dsn, table, shape)
         _reset(dsn, table, shape)
@@ -128,6 +155,13 @@ def table(results: dict[str, dict[str, list[float]]], rows_of: dict[str, int]) -
             med = statistics.median(times[n])
             cells.append(f"{psql / med:.2f}x ({med:.2f} s, {min(times[n]):.2f}–{max(times[n]):.2f})")
         lines.append(f"| {shape} | {rows_of[shape]:,} | {psql:.2f} | " + " | ".join(cells) + " |")
+    lines += ["", "auto's pick, and each case's peak RSS (MB, the largest of its runs):", "",
+              "| shape | auto picked | " + " | ".join(n for n in others if not n.startswith("L0")) + " |",
+              "|---|---|" + "---:|" * len([n for n in others if not n.startswith("L0")])]
+    for shape in results:
+        peaks = [f"{max(PEAKS[(shape, n)]):.0f}" if (shape, n) in PEAKS else "–"
+                 for n in others if not n.startswith("L0")]
+        lines.append(f"| {shape} | {PICKS.get(shape, '–')} | " + " | ".join(peaks) + " |")
     return lines
 
 
