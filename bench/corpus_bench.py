@@ -75,6 +75,18 @@ def _server_copy(dsn: str, table: str, path: Path) -> float:
         return time.perf_counter() - t
 
 
+def _server_copy_frozen(dsn: str, table: str, path: Path) -> float:
+    """The same, in the transaction that truncated the table, with FREEZE: what the server saves
+    when a load's own transaction made or emptied its table (issue 27 item 3)."""
+    with psycopg.connect(dsn) as c:
+        t = time.perf_counter()
+        c.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(table)))
+        c.execute(sql.SQL("COPY {} FROM {} (FORMAT binary, FREEZE)").format(sql.Identifier(table),
+                                                                           sql.Literal(str(path))))
+        c.commit()
+        return time.perf_counter() - t
+
+
 def _export_binary(dsn: str, table: str, shape: str) -> Path:
     SHARED.mkdir(parents=True, exist_ok=True)
     os.chmod(SHARED, 0o777)
@@ -102,6 +114,7 @@ def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
     cases = _cases(shape, path, table, dsn, rows, strategies)
     times: dict[str, list[float]] = {name: [] for name, _ in cases}
     times["L0: server COPY FROM its binary file"] = []
+    times["L0 + FREEZE"] = []
     binary: Path | None = None
     for _ in range(repeat):
         for name, cmd in cases:
@@ -117,6 +130,8 @@ def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
         _reset(dsn, table, shape)
         assert binary is not None
         times["L0: server COPY FROM its binary file"].append(_server_copy(dsn, table, binary))
+        _reset(dsn, table, shape)
+        times["L0 + FREEZE"].append(_server_copy_frozen(dsn, table, binary))
     if binary is not None:
         binary.unlink(missing_ok=True)
     _reset(dsn, table, shape)
