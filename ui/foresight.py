@@ -4,7 +4,8 @@ Each change of the source, target, mapping or strategy settings asks the engine 
 (LoadJob.foresee, on a worker: it reads the source's head and the catalog, and writes
 nothing), a moment after the last change, so typing a table name asks once. An answer
 older than the newest question is dropped. What makes the plan stale is wired in MainWindow._connect:
-the panels' fields, the mapping, the server's tables read, a run's end.
+the panels' fields and the mapping, and the shared state's changes (LoadState: the source read, the
+connection, the server's tables, the target's size, a run's end).
 """
 
 from __future__ import annotations
@@ -67,10 +68,16 @@ class Foresight(QObject):
         if self.state.job is None:
             self.g.forget_choice()
 
-    def on_connection_changed(self, _text: str) -> None:
-        """A plan belongs to one server: a switch clears it at once."""
+    def on_connection_changed(self, _dsn: object) -> None:
+        """A plan belongs to one server: a switch (LoadState.connection_changed) clears it at once."""
         if self.state.job is None:
             self.p.clear_plan("Plan: connecting to the server to work out the plan…")
+
+    def on_job_changed(self, job: object) -> None:
+        """A run that ended (LoadState.job_changed to None) leaves the plan for the next one to say: a run
+        started before the plan was said (a profile run at once, Ctrl+R right after picking) left it empty."""
+        if job is None:
+            self.schedule()
 
     def stop(self) -> None:
         self._timer.stop()

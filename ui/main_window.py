@@ -236,17 +236,20 @@ class MainWindow(QMainWindow):
         self.run_ended.connect(self._release_memory)
         self.compare_tab.comparison_finished.connect(self._release_memory)
         self.tabs.currentChanged.connect(self._on_tab_changed)
-        # Controller to controller.
+        # The shared state's changes: whoever follows one connects to the state, not to the part that made it.
+        state = self.state
+        state.source_changed.connect(maps.on_source_changed)  # the file's columns onto the target
+        state.source_counted.connect(sources.on_source_counted)  # the source line says the rows a run counted
+        state.database_changed.connect(maps.on_database_changed)  # a target that appeared, went or moved server
+        state.job_changed.connect(runs.on_job_changed)  # Run and Check, or Stop
+        # Controller to controller: events that are not a change of the state.
         sources.file_changed.connect(maps.forget_file)  # edits belong to the file they were made on
         sources.file_changed.connect(runs.forget_result)  # the last file's result is not this one's
         sources.opened.connect(profiles.remember_opened)
-        sources.read.connect(maps.rebuild)
-        targets.target_moved.connect(maps.rebuild)  # the target's columns and rows as this server has them
-        maps.size_read.connect(targets.note_size)
+        maps.size_read.connect(targets.note_size)  # sizes remembered per server and table
         runs.facts_read.connect(targets.note_facts)  # a table list that disagrees is read again
         runs.tables_changed.connect(targets.refresh_table_list_quietly)
         runs.table_created.connect(maps.table_created)  # the next run appends
-        runs.rows_counted.connect(self._on_rows_counted)
         maps.waiting.connect(r.progress.setFormat)
         profiles.profile_opened.connect(self.apply_spec)
         profiles.file_chosen.connect(self.open_file)
@@ -262,30 +265,25 @@ class MainWindow(QMainWindow):
             show_table=targets.show_table, server_info=targets.show_server_info))
         self.recent_menu, self.recent_profiles_menu = recent
         profiles.set_recent_menus(*recent)
-        # The plan line asks again after each change of the set-up (a moment after the last one).
+        # The plan line asks again after each change of the set-up (a moment after the last one): the panels'
+        # fields, the mapping, and the state's source, connection, table list and target size.
         for signal in (g.strategy_combo.currentIndexChanged, g.commit_combo.currentIndexChanged,
                        g.policy_combo.currentIndexChanged, g.batch_spin.valueChanged, g.workers_spin.valueChanged,
                        t.mode_combo.currentIndexChanged, t.table_combo.currentTextChanged,
-                       t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged,
-                       self.mapping.modelReset, self.mapping.dataChanged):
+                       t.schema_combo.currentTextChanged, self.mapping.modelReset, self.mapping.dataChanged,
+                       state.source_changed, state.connection_changed, state.database_changed,
+                       state.target_size_changed):
             signal.connect(plan.schedule)
         # What auto chose for the last run is stale once the user changes the settings, the table or the
         # server (not the mapping or mode a create run switches by itself: the note stays after that run).
         for signal in (g.commit_combo.currentIndexChanged, g.policy_combo.currentIndexChanged,
                        g.batch_spin.valueChanged, g.workers_spin.valueChanged, t.table_combo.currentTextChanged,
-                       t.schema_combo.currentTextChanged, t.conn_combo.currentTextChanged):
+                       t.schema_combo.currentTextChanged, state.connection_changed):
             signal.connect(plan.on_setup_changed)
         # A plan belongs to one server: a switch clears it at once, and the new server's table list asks again.
-        t.conn_combo.currentTextChanged.connect(plan.on_connection_changed)
-        self.database_ready.connect(plan.schedule)
-        # A run started before the plan was said (a profile run at once, Ctrl+R right after
-        # picking) left the line empty: once it ends, say the plan for the next one.
-        self.run_ended.connect(plan.schedule)
-
-    def _on_rows_counted(self, before: SourceInfo, after: SourceInfo) -> None:
-        """A run counted the file's rows: the source line says that number, not the estimate."""
-        status = self.source_status
-        status.setText(status.text().replace(before.rows_text(), after.rows_text(), 1))
+        state.connection_changed.connect(plan.on_connection_changed)
+        # Once a run ends, the plan for the next one (LoadState.job_changed to None).
+        state.job_changed.connect(plan.on_job_changed)
 
     def _on_tab_changed(self, index: int) -> None:
         if self.tabs.widget(index) is self.history_view:

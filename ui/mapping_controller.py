@@ -6,6 +6,8 @@ size) and matched by name, or by position for a script's unnamed columns. The us
 are laid over it (core of that in table_models.MappingModel), and a new table's DDL follows.
 It reads the file, the server's tables and the DSN from the shared state (ui/state.py) and keeps
 the existing target's size there; it owns the mapping panel and the target panel's table fields.
+MainWindow._connect has it follow the state: a file read (source_changed) and a table list that moves
+the target (database_changed: the table appeared, went, or is now another server's) build it again.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from core.column_formats import settle
 from core.db import TableRef
 from core.mapping import match_by_name
-from core.preview import SourceInfo, inspect_table, table_size
+from core.preview import DatabaseInfo, SourceInfo, inspect_table, table_size
 from core.sources.sqlscript.columns import positional_maps
 from core.spec import ColumnMap, LoadMode
 from core.target_facts import TableSize
@@ -60,6 +62,8 @@ class MappingController(QObject):
         self.ddl = DdlBox(target_panel)
         # The columns an opened profile leaves out: said in the plan, but a create need not ask about them.
         self.profile_left_out: set[str] | None = None
+        # What the shown mapping was built on: (the DSN, whether the target was in the table list).
+        self._built_on: tuple[str | None, bool] | None = None
 
     def forget_file(self, keep_target: bool) -> None:
         """Another file is opened: edits belong to the file they were made on (and, unless `keep_target`,
@@ -70,6 +74,19 @@ class MappingController(QObject):
         self.ddl.forget_edit()
         self.profile_left_out = None
 
+    def on_source_changed(self, info: SourceInfo | None) -> None:
+        """A file was read (LoadState.source_changed): its columns onto the target."""
+        if info is not None:
+            self.rebuild()
+
+    def on_database_changed(self, info: DatabaseInfo | None) -> None:
+        """The server's tables were read (LoadState.database_changed): built again when the target appeared,
+        went, or is now another server's (the columns and rows as this server has them)."""
+        if info is None:
+            self._built_on = None  # another server, its tables not read yet: the next list builds again
+        elif self._built_on != (self.state.dsn, self.table_exists()):
+            self.rebuild()
+
     def rebuild(self) -> None:
         state, t = self.state, self.t
         info = state.source_info
@@ -77,6 +94,7 @@ class MappingController(QObject):
             return
         table = t.table_name()
         exists = self.table_exists()
+        self._built_on = (state.dsn, exists)
         samples = {c: (None if info.sample.height == 0 else info.sample[c][0]) for c in info.columns}
         samples = {k: (None if v is None else str(v)) for k, v in samples.items()}
         self._gen += 1

@@ -63,9 +63,9 @@ class RunController(QObject):
 
     Signals: run_started(object Job), run_finished(object LoadResult), run_failed(str), run_cancelled(),
     run_refused(str), run_ended(), check_finished(object LoadResult) (as MainWindow's, which they feed);
-    facts_read(object TargetFacts) (the target tables read just before a run), rows_counted(object SourceInfo
-    before, object SourceInfo after) (a run counted the file's rows), tables_changed() (a load wrote to the
-    server's tables), table_created() (after tables_changed: a create made the target), failed(str).
+    facts_read(object TargetFacts) (the target tables read just before a run), tables_changed() (a load wrote
+    to the server's tables), table_created() (after tables_changed: a create made the target), failed(str).
+    The job itself is the state's (LoadState.job_changed: the Run, Check and Stop buttons follow it).
     """
 
     run_started = Signal(object)
@@ -76,7 +76,6 @@ class RunController(QObject):
     run_ended = Signal()
     check_finished = Signal(object)
     facts_read = Signal(object)
-    rows_counted = Signal(object, object)
     tables_changed = Signal()
     table_created = Signal()
     failed = Signal(str)
@@ -123,6 +122,10 @@ class RunController(QObject):
     @job.setter
     def job(self, job: Job | None) -> None:
         self.state.job = job
+
+    def on_job_changed(self, job: Job | None) -> None:
+        """A run began or ended (LoadState.job_changed): Run and Check, or Stop, can be pressed."""
+        self.p.set_running(job is not None)
 
     def forget_result(self, *_args: object) -> None:
         """Another file: the last file's result is not this one's (kept while a run is on)."""
@@ -294,13 +297,13 @@ class RunController(QObject):
         job = Job(lambda on_progress, on_log, cancel: self._engine(make_job(  # per-file: a job per file
             spec, on_progress=on_progress, on_log=on_log, cancel=cancel, resume=resume, restart=restart,
             dry_run=dry_run)).run())
-        self.job, self.spec = job, spec
+        self.spec = spec
+        self.job = job  # job_changed: the buttons are Stop (wired in MainWindow._connect)
         job.signals.progress.connect(self._on_progress)
         job.signals.log.connect(self.p.log_line)
         job.signals.finished.connect(self._on_finished)
         job.signals.failed.connect(self._on_failed)
         job.signals.cancelled.connect(self._on_cancelled)
-        self.p.set_running(True)
         job.start()
         self.run_started.emit(job)
 
@@ -326,13 +329,12 @@ class RunController(QObject):
             seconds = self.last_progress.elapsed  # a run that stopped: how long it went
         own = loaded - loaded_before  # this run's rows in this run's seconds, as the summary says
         rate = f"{own / seconds:,.0f}" if seconds and own > 0 else ""
-        self.p.set_running(False)
         self.p.show_counters(read, loaded, rejected, f"{rate:>11} rows/s" if rate else "")
         own_rate = own / seconds if seconds and own > 0 else None
         self._remember(spec, outcome, (read, loaded, rejected), seconds, own_rate, note, result)
         self.p.log_line(f"— {outcome}: read {read:,}, loaded {loaded:,}, rejected {rejected:,}. "
                         f"{self.p.summary.text()}")
-        self.job = None
+        self.job = None  # job_changed: the buttons are Run and Check again
         self.engine = None  # read above; kept, it would hold the run's source, plan and counters till the next
         self.run_ended.emit()
 
@@ -360,8 +362,7 @@ class RunController(QObject):
         spec, info = self.spec, self.state.source_info
         if info is None or spec is None or info.rows_exact or info.options.path != spec.source.path:
             return
-        self.state.source_info = counted = info.counted(result.rows_read)
-        self.rows_counted.emit(info, counted)
+        self.state.count_source_rows(result.rows_read)
 
     def _on_finished(self, result: LoadResult) -> None:
         self._count_rows(result)

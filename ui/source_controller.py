@@ -2,9 +2,10 @@
 
 A file is opened from the path field, File > Open (one file, several, or a folder), Recent files,
 a drop or a profile. It is read on a background worker (core.preview.inspect_source); an answer
-older than the newest request is dropped. Once read, it goes into the shared state (ui/state.py),
-the source panel shows it, and a new file proposes a table named after it. What follows from a
-file (its mapping, the recent files) is wired in MainWindow._connect to this one's signals.
+older than the newest request is dropped. Once read, the source panel shows it, a new file proposes
+a table named after it, and it goes into the shared state (ui/state.py): what follows from a file
+read (its mapping, the plan) is wired in MainWindow._connect to LoadState.source_changed, and the
+recent files to this one's `opened`.
 """
 
 from __future__ import annotations
@@ -31,15 +32,14 @@ if TYPE_CHECKING:
 class SourceController(QObject):
     """Opens, reads and shows the source file.
 
-    Signals: file_changed(bool keep_target) (another file is opened: what was the last file's goes; with
-    keep_target, a profile's, the target's mode stays), opened(str) (a file was read: it is a recent file),
-    read() (the file is read and shown: the mapping follows), source_ready() (after read: all is shown),
+    Signals: file_changed(bool keep_target) (another file is opened, before it is read: what was the last
+    file's goes; with keep_target, a profile's, the target's mode stays), opened(str) (a file was read: it is
+    a recent file), source_ready() (after LoadState.source_changed and what follows it: all is shown),
     failed(str) (an error for the user).
     """
 
     file_changed = Signal(bool)
     opened = Signal(str)
-    read = Signal()
     source_ready = Signal()
     failed = Signal(str)
 
@@ -119,7 +119,6 @@ class SourceController(QObject):
     def _on_source_inspected(self, gen: int, info: SourceInfo) -> None:
         if gen != self._generation:
             return  # a newer preview is on its way
-        self.state.source_info = info
         o = info.options
         self.opened.emit(o.path)  # recent files and the last folder: only files that opened
         self.s.show_info(info)
@@ -133,9 +132,15 @@ class SourceController(QObject):
             first = o.script_table or (info.script_tables[0][0] if info.script_tables else None)
             named = common_name(list(info.files)) if info.files else o.path  # many files: their common name
             self.t.set_table_quietly(first.split(".")[-1] if first else table_name_for(named))
-        self.read.emit()
+        # Shown and its table named: now the parts that follow a file (the mapping, the plan) read it.
+        self.state.source_info = info
         self.g.allow_scripts(o.format == "sql")
         self.source_ready.emit()
+
+    def on_source_counted(self, before: SourceInfo, after: SourceInfo) -> None:
+        """A run counted the file's rows (LoadState.source_counted): the source line says that number."""
+        status = self.s.source_status
+        status.setText(status.text().replace(before.rows_text(), after.rows_text(), 1))
 
     def options(self) -> SourceOptions:
         """The source's options as the panel says them, with what was sniffed for this file kept."""

@@ -1,9 +1,9 @@
 """The target controller: the connection in use, its password for this session, the database's tables.
 
 It owns the target panel's connection and schema fields, reads the server on background workers, and
-keeps the DSN and the database's tables in the shared state (ui/state.py). The target table's columns
-(the mapping) are the mapping controller's; when the target appears, goes or moves to another server,
-this says so (target_moved) and the window's _connect has the mapping built again.
+keeps the database's tables in the shared state (ui/state.py), which reads the DSN from here (dsn()),
+fresh each time. The target table's columns (the mapping) are the mapping controller's: it follows
+LoadState.database_changed (wired in the window's _connect).
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ if TYPE_CHECKING:
 class TargetController(QObject):
     """Connects to the chosen server, lists its schemas and tables, shows a table's rows and the server's address.
 
-    Signals: database_ready() (the server's tables read), target_moved() (the target table appeared, went,
-    or is now another server's: its columns must be read again), table_shown(object TableDialog),
-    server_info_shown(str), said(str) (a line for the run log), failed(str) (an error for the user).
+    Signals: database_ready() (the server's tables read and shown, after LoadState.database_changed),
+    table_shown(object TableDialog), server_info_shown(str), said(str) (a line for the run log),
+    failed(str) (an error for the user).
     """
 
     database_ready = Signal()
-    target_moved = Signal()
     table_shown = Signal(object)
     server_info_shown = Signal(str)
     said = Signal(str)
@@ -63,9 +62,10 @@ class TargetController(QObject):
             edit.editingFinished.connect(self._on_connection_picked)
         self.p.new_btn.clicked.connect(self._on_new_connection_clicked)
         self.p.schema_combo.currentTextChanged.connect(self._on_schema_changed)
-        # The state's DSN follows the connection field (and a password or a saved connection, below).
-        self.p.conn_combo.currentTextChanged.connect(self._sync_dsn)
-        self._sync_dsn()
+        # The state reads the DSN from here; it says connection_changed after each edit of what makes it:
+        # the connection field, a password, a saved connection (below), and before each read of the server.
+        self.p.conn_combo.currentTextChanged.connect(self._recheck_dsn)
+        state.read_dsn_with(self.dsn)
 
     @property
     def db(self) -> DatabaseInfo | None:
@@ -76,8 +76,8 @@ class TargetController(QObject):
     def db(self, info: DatabaseInfo | None) -> None:
         self.state.database = info
 
-    def _sync_dsn(self, *_args: object) -> None:
-        self.state.dsn = self.dsn()
+    def _recheck_dsn(self, *_args: object) -> None:
+        self.state.recheck_connection()
 
     def dsn(self) -> str | None:
         """The active DSN; a password typed this session is added in memory, never saved."""
@@ -145,12 +145,13 @@ class TargetController(QObject):
             if self.p.conn_combo.findText(name) < 0:
                 self.p.conn_combo.addItem(name)
             self.p.conn_combo.setCurrentText(name)
-            self._sync_dsn()  # the same name saved again may name another server, or bring a password
+            self._recheck_dsn()  # the same name saved again may name another server, or bring a password
             self.refresh_database()
 
     # -- the database's schemas and tables ---------------------------------------------------------
 
     def refresh_database(self) -> None:
+        self._recheck_dsn()  # a saved connection edited elsewhere is said before its server is read
         dsn = self.dsn()
         self.p.db_status.setText("connecting…")
         self._background(lambda *_a: inspect_database(dsn), lambda info: self._on_database_inspected(dsn, info),
@@ -158,6 +159,7 @@ class TargetController(QObject):
 
     def refresh_table_list_quietly(self) -> None:
         self.state.target_size = None  # it has changed: look again before the next first append
+        self._recheck_dsn()
         if self.db is not None:
             dsn = self.dsn()
             self._background(lambda *_a: inspect_database(dsn), lambda info: self._on_database_inspected(dsn, info),
@@ -173,7 +175,7 @@ class TargetController(QObject):
                 QLineEdit.EchoMode.Password)
             if ok and password:
                 self._passwords[name] = password
-                self._sync_dsn()
+                self._recheck_dsn()
                 self.refresh_database()
                 return
         self.failed.emit(message)
@@ -181,13 +183,11 @@ class TargetController(QObject):
     def _on_database_inspected(self, dsn: str | None, info: DatabaseInfo) -> None:
         if dsn != self.dsn():
             return  # read on a connection the user has since left
-        before = (self._db_dsn, self.table_exists())
-        self.db, self._db_dsn = info, dsn
+        self._db_dsn = dsn
         where = EMBEDDED if dsn is None else strip_password(dsn)
         self.p.show_database(info, where)
+        self.db = info  # database_changed: the mapping (onto a target that appeared, went or moved) and the plan
         self._on_schema_changed(self.p.schema_combo.currentText())
-        if before != (dsn, self.table_exists()):
-            self.target_moved.emit()  # the target's columns and rows as this server has them
         self.database_ready.emit()
 
     def _on_schema_changed(self, schema: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,17 @@ def window(qtbot, dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     with qtbot.waitSignal(w.database_ready, timeout=30_000):
         w.refresh_database()
     yield w
+
+
+@pytest.fixture
+def other_db(dsn: str, conn: Any) -> Iterator[str]:
+    """A second database on the same server: another connection with its own tables."""
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    name = f"sluice_other_{uuid.uuid4().hex[:8]}"
+    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = name
+    yield make_conninfo(**params)
+    conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))

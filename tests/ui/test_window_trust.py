@@ -4,15 +4,12 @@ is never changed by a stale table list."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
-import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QScrollArea
@@ -189,17 +186,6 @@ def test_create_on_a_table_made_since_the_list_was_read_is_refused(
         w.run_btn.click()
     assert "already exists" in refused.args[0] and _count(conn, table) == 3
     qtbot.waitUntil(lambda: w.table_exists() and w.mode_combo.currentText() == "append", timeout=30_000)
-
-
-@pytest.fixture
-def other_db(dsn: str, conn: psycopg.Connection[Any]) -> Iterator[str]:
-    """A second database on the same server: another connection with its own tables."""
-    name = f"sluice_other_{uuid.uuid4().hex[:8]}"
-    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    params = conninfo_to_dict(dsn)
-    params["dbname"] = name
-    yield make_conninfo(**params)
-    conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def test_facts_about_the_target_belong_to_the_connection_in_use(
