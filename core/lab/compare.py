@@ -34,10 +34,10 @@ from core.auto import AUTO
 from core.cancel import CancelToken
 from core.db import TableRef, connect, resolve_dsn
 from core.errors import Cancelled, ConfigError, SluiceError
+from core.lab.sample import in_users_words, write_sample
 from core.load.job import LoadJob
 from core.plan import plan_load
-from core.sources.abilities import InsertScript
-from core.spec import ColumnMap, LoadMode, LoadSpec, SourceOptions
+from core.spec import LoadMode, LoadSpec
 from core.strategies.catalogue import get_strategy
 
 
@@ -190,75 +190,6 @@ def describe(r: CompareResult) -> str:
     return f"{r.strategy}{workers}" + (f" · {r.batch_rows:,}" if r.batch_sized else "")
 
 
-_SAMPLE_PATH = re.compile(r"\S*sluice-(?:cmp|probe)-[^/\\]+[/\\]sample\.(csv|sql)(?:, line (\d+))?")
-
-
-def _in_users_words(message: str, source: str) -> str:
-    """A run's error names the lab's own copy of the first rows (a temporary file) and its line:
-    say the user's file, and the data row (a CSV copy has a header; a script copy one INSERT a line)."""
-    name = Path(source).name
-
-    def words(m: re.Match[str]) -> str:
-        row = int(m.group(2)) - (1 if m.group(1) == "csv" else 0) if m.group(2) else None
-        return f"{name} (rows the lab copied)" + (f", row {row}" if row is not None else "")
-
-    return _SAMPLE_PATH.sub(words, message)
-
-
-def _write_sample(base: LoadSpec, rows: int, folder: Path) -> tuple[SourceOptions, int]:
-    """The first `rows` rows as a CSV file that every strategy then loads alike.
-
-    An INSERT script stays a script (one INSERT per row), so the script strategies
-    can replay it; every other strategy reads the same rows from it too.
-    """
-    plan = plan_load(base)
-    if plan.source.format == "sql":
-        return _write_script_sample(plan.source, rows, folder)
-    path = folder / "sample.csv"
-    taken = 0
-    with open(path, "wb") as f:
-        f.write((",".join(_csv_field(c) for c in plan.source.columns()) + "\n").encode())
-        for batch in plan.source.batches(min(rows, 50_000)):
-            part = mp.apply(batch.frame, [ColumnMap(c, c) for c in plan.source.columns()]).head(rows - taken)
-            f.write(part.write_csv(include_header=False).encode())
-            taken += part.height
-            if taken >= rows:
-                break
-    return SourceOptions(str(path), format="csv", delimiter=",", quote='"', header=True, encoding="utf-8",
-                         null=""), taken
-
-
-def _write_script_sample(source: Any, rows: int, folder: Path) -> tuple[SourceOptions, int]:
-    path = folder / "sample.sql"
-    cols = source.columns()
-    # A data file, not SQL this process runs: the load parses it back as literals, like any script.
-    head = "INSERT INTO " + _sql_ident(source.target.table)
-    if source.has_column_list:
-        head += " (" + ", ".join(_sql_ident(c) for c in cols) + ")"
-    tail = " ON CONFLICT DO NOTHING" if isinstance(source, InsertScript) and source.on_conflict else ""
-    taken = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for batch in source.batches(min(rows, 50_000)):
-            for row in batch.frame.head(rows - taken).iter_rows():
-                f.write(f"{head} VALUES ({', '.join(_sql_literal(v) for v in row)}){tail};\n")
-                taken += 1
-            if taken >= rows:
-                break
-    return SourceOptions(str(path), format="sql", encoding="utf-8"), taken
-
-
-def _sql_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _sql_literal(value: object) -> str:
-    return "NULL" if value is None else "'" + str(value).replace("'", "''") + "'"
-
-
-def _csv_field(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
 def run_compare(
     spec: CompareSpec,
     *,
@@ -292,7 +223,7 @@ def run_compare(
             source_opts, total_rows = base.source, 0
             maps = plan.maps
             if spec.sample_rows:
-                source_opts, total_rows = _write_sample(base, spec.sample_rows, Path(tmp))
+                source_opts, total_rows = write_sample(base, spec.sample_rows, Path(tmp))
                 maps = [replace(m) for m in maps]
             janitor.hold(ctl, scratch.name)  # each run's LoadJob sweeps orphans; this one is ours
             if plan.exists:
@@ -322,7 +253,7 @@ def run_compare(
                     except Cancelled:
                         raise
                     except SluiceError as exc:
-                        res.error = _in_users_words(str(exc), base.source.path)
+                        res.error = in_users_words(str(exc), base.source.path)
                     done += 1
                     if on_result:
                         on_result(res.snapshot())
@@ -383,7 +314,7 @@ def _one_run(
     with tempfile.TemporaryDirectory(prefix="sluice-cmp-") as folder:
         if limit is not None:
             res.reduced_rows = limit
-            opts, _ = _write_sample(run_spec, limit, Path(folder))
+            opts, _ = write_sample(run_spec, limit, Path(folder))
             run_spec = replace(run_spec, source=opts)
         settle()  # outside the timed span: the runs before (and the probes) leave nothing for this one
         _timed_run(run_spec, res, budget_s, cancel)
@@ -437,7 +368,7 @@ def _probe_limit(ctl: Any, scratch: TableRef, run_spec: LoadSpec, budget_s: floa
             if probe < 2 * n1:
                 break  # the whole sample is about this small, or the probe would eat the budget
         with tempfile.TemporaryDirectory(prefix="sluice-probe-") as folder:
-            opts, probe_rows = _write_sample(run_spec, probe, Path(folder))
+            opts, probe_rows = write_sample(run_spec, probe, Path(folder))
             t = time.monotonic()
             LoadJob(replace(run_spec, source=opts), cancel=cancel).run()
             timings.append((probe_rows, time.monotonic() - t))
