@@ -26,7 +26,7 @@ check: $(STAMP)
 
 # The corpus of file shapes (bench/corpus.py) beside psql \copy and the server's own limit; writes bench/RESULTS.md.
 bench: $(STAMP)
-	$(PY) -m bench.corpus_bench --out bench/RESULTS.md $(BENCH_ARGS)
+	$(PY) -m bench.corpus_bench --big --out bench/RESULTS.md $(BENCH_ARGS)
 
 # After upgrading on purpose (pip install -U ... in .venv) and a passing `make test`: record the new set.
 lock:
