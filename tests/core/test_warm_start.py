@@ -32,6 +32,9 @@ def _row(i: int) -> str:
             f"{2000 + i % 30}-0{1 + i % 9}-1{i % 10},2024-03-0{1 + i % 9} 1{i % 10}:0{i % 10}:00.{i % 1000:03d}\n")
 
 
+_HELD: dict[str, threading.Event] = {}  # the held fixture's release, for a test that sends nothing raw
+
+
 @pytest.fixture
 def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """Warm start on any file, in 8 kB chunks, the encoder held until 3 raw chunks were written."""
@@ -40,7 +43,7 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     monkeypatch.setattr("core.load.warm_start.LOOKAHEAD_BYTES", 64 << 10)  # the reader leads by 8 chunks
     monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)  # as in a new process
     counts = {"raw": 0, "binary": 0}
-    three = threading.Event()
+    three = _HELD["three"] = threading.Event()
     real_raw, real_prepared, real_build = CopyBinary.write_warm, CopyBinary.write_prepared, CopyBinary._build_encoder
 
     def write_raw(self: CopyBinary, data: bytes, records: int) -> None:
@@ -160,6 +163,7 @@ def test_a_bare_quote_turns_to_parsing_at_once(
     """COPY would let a quote inside an unquoted field open a quoted value: never sent raw."""
     src = _file(tmp_path, 4000, {1: "1,1,1.0,37°36'37.8\"N,true,2020-01-01,2020-01-01 00:00:00\n"})
     table = _table(conn, table_name, "warm_quote")
+    _HELD["three"].set()  # no raw chunk will come to release the encoder
     result = _load(src, table, dsn)
     assert result.rows_loaded == 4000
     assert held["raw"] == 0  # the first chunk holds the quote: parsed from the start
