@@ -87,10 +87,16 @@ def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> tuple[
     """(records, lines, likely()) of `data` (whole records), the records and lines as
     records_and_lines() counts them, in one pass: the quotes before each line end say both
     whether it ends a record (an even count) and whether the line after it lies inside a
-    quoted field; only such lines with no quote of their own have their delimiters counted."""
-    if not quote or quote not in data or len(delimiter) != 1 or len(quote) != 1 or len(data) < _NUMPY_BYTES:
+    quoted field; only such lines with no quote of their own have their delimiters counted.
+    A small chunk is counted with bytes methods, and looked at with numpy only when some
+    record spans lines."""
+    if not quote or quote not in data or len(delimiter) != 1 or len(quote) != 1:
         records, lines = records_and_lines(data, quote)
-        return records, lines, lines > records and _likely_slow(data, delimiter, quote, columns)
+        return records, lines, False
+    if len(data) < _NUMPY_BYTES:
+        records, lines = records_and_lines(data, quote)
+        if lines <= records or columns < 2:
+            return records, lines, False
     import numpy as np
 
     lend_numpy()  # imported now anyway: the bare-quote test and the counts use it from here on
@@ -114,13 +120,6 @@ def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> tuple[
         at = np.flatnonzero(a == delimiter[0])
         shaped = int(np.count_nonzero(np.searchsorted(at, stops) - np.searchsorted(at, starts) == columns - 1))
     return records, len(ends), shaped >= need
-
-
-def _likely_slow(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> bool:
-    """likely() for small chunks, without numpy: record by record."""
-    if not quote or columns < 2 or quote not in data:
-        return False
-    return any(True for _ in find(data, delimiter, quote, columns, 1))
 
 
 def first_found(data: bytes, delimiter: bytes, quote: bytes, columns: int, first_line: int
