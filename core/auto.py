@@ -42,7 +42,7 @@ class Choice:
         return {"strategy": self.strategy, "batch_rows": self.batch_rows, "workers": self.workers}
 
 
-def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
+def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any], *, dry_run: bool = False) -> Choice:
     from core import mapping as mp
     from core.sources.abilities import copy_reads_as_is, copy_reads_raw
 
@@ -73,7 +73,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
         return Choice("pipeline", rows, 1, f"wide rows (about {width:,} bytes each): the server's per-row work "
                       "dominates, and pipelined INSERTs measured fastest into a logged table (issue 14)")
     if copy_reads_as_is(source) and identity and local and source.size >= PARALLEL_MIN_BYTES:
-        parallel = _parallel(spec, plan, ctl)
+        parallel = _parallel(spec, plan, ctl, dry_run)
         if parallel is not None:
             return parallel
     def typed() -> bool:  # asked only where it decides: it imports polars, which the raw path never needs
@@ -113,7 +113,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice:
                   "numeric, arrays, enums...) has no exact binary form here")
 
 
-def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choice | None:
+def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any], dry_run: bool) -> Choice | None:
     """Several streams of the file's own bytes, where each row is written once: a new table loaded
     under a private name and renamed, or an append committed with two-phase commit. Not into a
     staging table (every row written twice), nor into a Citus table (its staged path measured
@@ -131,6 +131,8 @@ def _parallel(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any]) -> Choic
     if mode is LoadMode.CREATE:
         pass  # a new table loaded under a private name, renamed into place
     elif mode is LoadMode.APPEND:
+        if dry_run:
+            return None  # a check prepares nothing: two streams would go through a staging table
         info = target.inspect(ctl, plan.target)
         if info.citus or info.two_phase_blocker(workers) is not None:
             return None  # a staging table, or Citus: measured slower than one COPY

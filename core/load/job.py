@@ -178,7 +178,7 @@ class LoadJob:
         self.many = load_many.settled(self.ctx, plan)  # many files: said before the run; counted after it
         spec = self.spec
         if cls is None:
-            self.chosen = choose(spec, plan, ctl)
+            self.chosen = choose(spec, plan, ctl, dry_run=self.dry_run)
             self.spec = spec = replace(spec, strategy=self.chosen.strategy, batch_rows=self.chosen.batch_rows,
                                        workers=self.chosen.workers)
             cls = get_strategy(spec.strategy)

@@ -46,12 +46,12 @@ WARM_MIN_BYTES = 32 << 20
 # How far the reader may run ahead of the sender, in bytes of the file held (a unit the encoder
 # takes counts thrice: its text, its typed columns and its encoded tuples): while the encoder
 # works on a unit, the raw chunks read before it keep the server busy, and this covers a unit's
-# encoding (some 0.1 s) at the server's CSV pace. It also bounds the memory: a 5M-row load
-# stays under 300 MB.
-LOOKAHEAD_BYTES = 32 << 20
-UNIT_BYTES = 4 << 20  # what the encoder is handed at a time: a few batches, one parse call
+# encoding (some 0.05 s) at the server's CSV pace. It also bounds the memory: a 5M-row load
+# stays under 300 MB (283 MB measured, mixed at 5M rows: bench/RESULTS.md has the peaks).
+LOOKAHEAD_BYTES = 24 << 20
+UNIT_BYTES = 2 << 20  # what the encoder is handed at a time: a few batches, one parse call
 ENCODER_QUEUE = 1  # units with the encoder at once: the next is handed the moment it is idle
-UNITS_HELD = 3  # units handed and not yet sent, at most (each holds its text, columns and tuples)
+UNITS_HELD = 2  # units handed and not yet sent, at most (each holds its text, columns and tuples)
 
 
 def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:

@@ -181,3 +181,22 @@ def test_per_batch_over_a_large_csv_takes_parallel_streams_that_commit_their_own
     monkeypatch.setattr("core.auto.PARALLEL_MIN_BYTES", 1 << 40)
     again = _run(dsn, path, t, mode=LoadMode.TRUNCATE, commit=CommitMode.PER_BATCH)
     assert again.chosen["strategy"] == "copy-csv" and _count(conn, t) == 20_000
+
+
+def test_a_check_of_an_append_never_takes_streams_onto_a_staging_table(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A check prepares nothing, so on a server with two-phase commit its streams would go through
+    a staging table (every row written twice): auto picks one connection for it (found by the
+    lab's session on the embedded server, which allows two-phase commit)."""
+    monkeypatch.setattr("core.auto.PARALLEL_MIN_BYTES", 50_000)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    path = tmp_path / "large.csv"
+    path.write_text("a,b\n" + "".join(f"{i},row {i}\n" for i in range(20_000)), encoding="utf-8")
+    t = table_name("auto_chk")
+    conn.execute(sql.SQL("CREATE TABLE {} (a int, b text)").format(sql.Identifier(t)))
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn)
+    result = LoadJob(spec, dry_run=True).run()
+    assert result.chosen["strategy"] == "copy-csv" and result.chosen["workers"] == 1
+    assert _count(conn, t) == 0  # a check leaves the table as it was
