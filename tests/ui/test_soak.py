@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 # success, abort, cancel, skip in turn: 120 in the suite (the crash it guards against came within a
 # few dozen loads); SLUICE_SOAK_LOADS=300 or more for a longer soak.
 LOADS = int(os.environ.get("SLUICE_SOAK_LOADS", "120"))
+assert LOADS % 4 == 0, "SLUICE_SOAK_LOADS: a multiple of 4 (success, abort, cancel, skip in turn)"
 GOOD_ROWS, BIG_ROWS = 200, 20_000
 
 
@@ -165,16 +166,17 @@ def test_many_loads_in_one_window(qtbot: Any, shown_window: Any, soak_conn: psyc
         if kind == "success" and i % 40 == 0:
             visit_compare(run_one=i % 80 == 0)
 
-    assert outcomes == {"loaded": 75, "failed": 75, "cancelled": 75, "rejected": 75}
+    each = LOADS // 4
+    assert outcomes == {"loaded": each, "failed": each, "cancelled": each, "rejected": each}
     assert sum(1 for row in w.history.rows if row[1] == "load") == LOADS  # comparisons are listed too
     # The first append of each file into the table (once it has rows) asked first: bad.csv and big.csv.
     asked = [m for m in w.messages if m.startswith("Append ")]
     errors = [m for m in w.messages if not m.startswith("Append ")]
     assert len(asked) == 2 and all(w.soak_table in m for m in asked), asked
-    assert len(errors) == 75 and all("4x" in m for m in errors)
-    assert compares == 4
-    # 75 good loads and 75 skip loads of 200 rows each; aborts and cancels left nothing behind.
-    assert _count(soak_conn, w.soak_table) == 150 * GOOD_ROWS
+    assert len(errors) == each and all("4x" in m for m in errors)
+    assert compares == len(range(0, LOADS, 80))  # a comparison run every 80th load
+    # The good loads and the skip loads, 200 rows each; aborts and cancels left nothing behind.
+    assert _count(soak_conn, w.soak_table) == 2 * each * GOOD_ROWS
     assert start_refs is not None and _none_refs() > start_refs - 1_000, "None lost references: a binding bug"
     assert w.run_btn.isEnabled() and w._run_job is None
     qtbot.waitUntil(lambda: not w._jobs, timeout=30_000)  # background refreshes have ended
