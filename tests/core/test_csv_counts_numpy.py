@@ -36,11 +36,21 @@ def test_numpy_agrees_with_the_regex_and_bytes_methods(lent: None, delimiter: by
         assert count_byte(data, b"\n") == data.count(b"\n")
 
 
+def test_records_and_lines_are_the_same_with_numpy(lent: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(13)
+    samples = [bytes(rng.choice(b'a,"\n') for _ in range(rng.randint(1, 80))) for _ in range(3000)]
+    with_numpy = [cr.records_and_lines(s, b'"') for s in samples]
+    monkeypatch.setattr(cr, "_numpy", None)
+    monkeypatch.setattr(cr, "_NUMPY_BYTES", 1 << 30)  # and not taken from sys.modules either
+    assert with_numpy == [cr.records_and_lines(s, b'"') for s in samples]
+
+
 def test_record_cut_is_the_same_with_numpy(lent: None, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(11)
     samples = [bytes(rng.choice(b'a,"\n') for _ in range(rng.randint(1, 60))) for _ in range(3000)]
     with_numpy = [record_cut(s, b'"') for s in samples]
     monkeypatch.setattr(cr, "_numpy", None)
+    monkeypatch.setattr(cr, "_NUMPY_BYTES", 1 << 30)  # numpy, imported here, is not taken up again
     assert with_numpy == [record_cut(s, b'"') for s in samples]
 
 
