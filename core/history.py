@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from core.spec import LoadSpec
 
 SCHEMA_VERSION = 1
+# A pragma takes no parameters: the statement is a fixed string, kept beside the number it sets.
+_SET_VERSION = "PRAGMA user_version = 1"
+assert _SET_VERSION.endswith(f" {SCHEMA_VERSION}")
 FILE_NAME = "history.sqlite3"
 BUSY_TIMEOUT_S = 10.0  # a writer waits this long for another's lock
 _CORRUPT, _NOT_A_DATABASE = 11, 26  # SQLite's result codes for a broken file
@@ -160,7 +163,7 @@ class History:
         db.execute("PRAGMA journal_mode=WAL")
         with db:
             db.execute(_SCHEMA)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # a pragma takes no parameters; a constant
+            db.execute(_SET_VERSION)
 
     def add(self, entry: Entry) -> Entry:
         """Keep a run; returns it with its id. A broken file is put aside first (history.sqlite3.broken-…)."""
