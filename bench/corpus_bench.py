@@ -191,6 +191,10 @@ def main() -> int:
     ap.add_argument("--out", help="write the table, with machine, date, server and command, to this Markdown file")
     a = ap.parse_args()
     dsn = _dsn(a.dsn)
+    # Sluice's own modules as bytecode, as an installed copy (and `make`) has them: with
+    # PYTHONDONTWRITEBYTECODE set (this machine's shells) every command would compile them again.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "core", "ui"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
     shapes = [s for s in a.shapes.split(",") if s]
     rows_of = {s: a.rows for s in shapes}
     if a.big:

@@ -225,3 +225,24 @@ def test_a_script_of_several_tables_refuses_them(
 
 def _rows_of(conn: psycopg.Connection[Any], table: str) -> list[tuple[Any, ...]]:
     return conn.execute(sql.SQL("SELECT * FROM {} ORDER BY 1").format(sql.Identifier(table))).fetchall()
+
+
+@pytest.mark.parametrize("as_units", [True, False])
+def test_the_warm_reader_refuses_them_in_units_and_in_raw_chunks(as_units: bool, tmp_path: Path) -> None:
+    """Whichever way the warm start's reader sends a chunk, the word is refused at its line:
+    a unit through the parser (its chunks are not scanned), a raw chunk by the scan, then parsed."""
+    from core.errors import RefusedValue
+    from core.relative_dates import RelativeDates
+    from core.sources.base import ParseLater
+    from core.sources.factory import open_source
+
+    path = tmp_path / "warm.csv"
+    path.write_text("id,d,note\n" + "".join(
+        f"{i},{'Yesterday' if i == 4500 else '2024-01-05'},now {i}\n" for i in range(6000)), encoding="utf-8")
+    source = open_source(SourceOptions(path=str(path)))
+    source.refuse = RelativeDates((("d", "d"),))
+    with pytest.raises(RefusedValue) as raised:
+        for item in source.raw_or_parsed(lambda: as_units, 1000, unit_bytes=16 << 10, raw_bytes=8 << 10):
+            if isinstance(item, ParseLater):
+                source.parse_later(item, 1000)
+    assert raised.value.line == 4502 and "'Yesterday'" in str(raised.value)

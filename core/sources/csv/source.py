@@ -173,14 +173,15 @@ class CsvSource(CsvRecordParsing, Source):
         except OSError as exc:
             raise SourceError(f"cannot read the file: {exc.strerror}", path=str(self.path)) from None
 
-    def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
+    def raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False,
+                   refusals: bool = True) -> Iterator[RawChunk]:
         """Whole data records, about chunk_bytes at a time, header skipped.
 
         A file that ends inside a quoted field, or holds one that swallowed whole records
         (core.sources.csv.swallowed), raises SourceError naming the lines, unless `tolerant` (the parsed
         path, which turns them into bad records). Chunks for COPY come with their records counted.
         """
-        chunks = self._raw_chunks(chunk_bytes, tolerant=tolerant)
+        chunks = self._raw_chunks(chunk_bytes, tolerant=tolerant, refusals=refusals)
         return chunks if tolerant else self._counted_whole(chunks)
 
     def _counted_whole(self, chunks: Iterator[RawChunk]) -> Iterator[RawChunk]:
@@ -202,7 +203,9 @@ class CsvSource(CsvRecordParsing, Source):
             consumed += len(chunk.data)
             yield dataclasses.replace(chunk, records=records, lines=lines)
 
-    def _raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False) -> Iterator[RawChunk]:
+    def _raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False,
+                    refusals: bool = True) -> Iterator[RawChunk]:
+        look = tolerant or not refusals  # (True: the chunks' refused values are not looked for here)
         chunk_bytes = chunk_bytes or CHUNK_BYTES
         q = self.dialect.quote.encode()
         d = self.dialect.delimiter.encode()
@@ -223,7 +226,7 @@ class CsvSource(CsvRecordParsing, Source):
                     chunk = b"".join((buf, memoryview(data)[:cut]))
                     if not has_bare_quote(chunk, d, q):
                         consumed += len(chunk)
-                        yield self._raw(RawChunk(chunk, self._progress(consumed), False), tolerant)
+                        yield self._raw(RawChunk(chunk, self._progress(consumed), False), look)
                         buf = data[cut:]
                         continue
                     data = data[cut:]  # a bare quote: cut field by field below
@@ -240,7 +243,7 @@ class CsvSource(CsvRecordParsing, Source):
                 continue
             scanned = 0
             consumed += cut
-            yield self._raw(RawChunk(buf[:cut], self._progress(consumed), odd), tolerant)
+            yield self._raw(RawChunk(buf[:cut], self._progress(consumed), odd), look)
             buf = buf[cut:]
         if buf:
             odd = has_bare_quote(buf, d, q)
@@ -248,12 +251,12 @@ class CsvSource(CsvRecordParsing, Source):
                 raise self._unclosed(buf, consumed)
             if not buf.endswith(b"\n"):
                 buf += b"\n"
-            yield self._raw(RawChunk(buf, self.size, odd), tolerant)
+            yield self._raw(RawChunk(buf, self.size, odd), look)
 
-    def _raw(self, chunk: RawChunk, tolerant: bool) -> RawChunk:
+    def _raw(self, chunk: RawChunk, unlooked: bool) -> RawChunk:
         """A chunk for COPY as it is, marked `refused` when it holds a value the client refuses
-        (see core.relative_dates); the parser's own chunks (`tolerant`) are not looked at here."""
-        if tolerant or self.refuse is None or chunk.odd or not self.refuse.raw_refused(self, chunk.data):
+        (see core.relative_dates); the parser's own chunks (`unlooked`) are not looked at here."""
+        if unlooked or self.refuse is None or chunk.odd or not self.refuse.raw_refused(self, chunk.data):
             return chunk
         return dataclasses.replace(chunk, refused=True)
 
@@ -327,7 +330,9 @@ class CsvSource(CsvRecordParsing, Source):
         on the encoding stage (core.load.warm_start balances the two). From a chunk COPY would
         read differently (a bare quote), or holding a value the client refuses, the rest is
         parsed here, in batches."""
-        chunks = self.raw_chunks(raw_bytes or WARM_CHUNK_BYTES)
+        # Refused values are looked for only in the chunks that go as they are: a unit is parsed,
+        # and the parser refuses them itself (the scan cost a quarter of the reader's time).
+        chunks = self.raw_chunks(raw_bytes or WARM_CHUNK_BYTES, refusals=False)
         q = self.dialect.quote.encode()
         row, line, offset = 0, 1 + self._header_lines, 0
         back: list[RawChunk] = []  # read ahead, and not for the unit being gathered
@@ -335,18 +340,20 @@ class CsvSource(CsvRecordParsing, Source):
             chunk = back.pop() if back else next(chunks, None)
             if chunk is None:
                 return
-            if chunk.odd or chunk.refused:
-                rest = itertools.chain([chunk], _regroup(chunks, CHUNK_BYTES))
-                yield from self._parsed(rest, batch_rows, row, line, offset)
-                return
-            later = parse_now()
-            if later:
+            later = not chunk.odd and parse_now()
+            if not later:
+                chunk = self._raw(chunk, False)  # (an odd chunk is not looked at: it goes parsed)
+                if chunk.odd or chunk.refused:
+                    rest = itertools.chain([chunk], _regroup(chunks, CHUNK_BYTES))
+                    yield from self._parsed(rest, batch_rows, row, line, offset)
+                    return
+            else:
                 group, size = [chunk], len(chunk.data)
                 while size < unit_bytes:
                     more = next(chunks, None)
                     if more is None:
                         break
-                    if more.odd or more.refused:
+                    if more.odd:
                         back.append(more)
                         break
                     group.append(more)
