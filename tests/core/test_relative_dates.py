@@ -241,8 +241,12 @@ def test_the_warm_reader_refuses_them_in_units_and_in_raw_chunks(as_units: bool,
         f"{i},{'Yesterday' if i == 4500 else '2024-01-05'},now {i}\n" for i in range(6000)), encoding="utf-8")
     source = open_source(SourceOptions(path=str(path)))
     source.refuse = RelativeDates((("d", "d"),))
-    with pytest.raises(RefusedValue) as raised:
+
+    def read_all() -> None:
         for item in source.raw_or_parsed(lambda: as_units, 1000, unit_bytes=16 << 10, raw_bytes=8 << 10):
             if isinstance(item, ParseLater):
                 source.parse_later(item, 1000)
+
+    with pytest.raises(RefusedValue) as raised:
+        read_all()
     assert raised.value.line == 4502 and "'Yesterday'" in str(raised.value)
