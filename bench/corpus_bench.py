@@ -39,21 +39,32 @@ PEAKS: dict[tuple[str, str], list[float]] = {}
 PICKS: dict[str, str] = {}
 
 
+# The command is started by this small launcher, which times it and reads its peak RSS from
+# wait4. A child spawned straight from the bench inherits the bench's own high-water mark (Linux
+# carries it across fork and exec), which after generating the 5M-row file was 1.5 GB: every
+# case read 1,526 MB. The launcher is a fresh, small process, so its child's peak is its own.
+_LAUNCHER = """
+import os, sys, time
+t = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ)
+_pid, status, usage = os.wait4(pid, 0)
+elapsed = time.perf_counter() - t
+sys.stderr.write(f"\\n@@ {elapsed} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}\\n")
+"""
+
+
 def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """Seconds, peak RSS in MB (the process's own, from wait4) and stderr of one whole command."""
+    """Seconds, peak RSS in MB (the command's own, from wait4) and stderr of one whole command."""
     import tempfile
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT)
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - t
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        subprocess.run([sys.executable, "-S", "-c", _LAUNCHER, *cmd], stdout=out, stderr=err, cwd=ROOT, check=True)
         err.seek(0)
-        text = err.read().decode("utf-8", "replace")
-    if proc.returncode != 0:
+        text, _, tail = err.read().decode("utf-8", "replace").rpartition("\n@@ ")
+    elapsed, peak_kb, code = tail.split()
+    if int(code) != 0:
         raise RuntimeError(f"{' '.join(cmd[:6])}... failed: {text.strip()[-400:]}")
-    return elapsed, usage.ru_maxrss / 1024, text
+    return float(elapsed), int(peak_kb) / 1024, text
 
 
 def _reset(dsn: str, table: str, shape: str) -> None:
