@@ -46,9 +46,9 @@ WARM_MIN_BYTES = 32 << 20
 # How far the reader may run ahead of the sender, in bytes of the file held (a unit the encoder
 # takes counts thrice: its text, its typed columns and its encoded tuples): while the encoder
 # works on a unit, the raw chunks read before it keep the server busy, and this covers a unit's
-# encoding (some 0.05 s) at the server's CSV pace. It also bounds the memory: a 5M-row load
-# stays under 300 MB (283 MB measured, mixed at 5M rows: bench/RESULTS.md has the peaks).
-LOOKAHEAD_BYTES = 24 << 20
+# encoding (some 0.05 s) at the server's CSV pace. It also bounds the memory: with 12 units
+# held, 24 MB peaked at 299 MB on the 5M-row mixed load, 12 MB at 255-264 MB (and 2-4% slower).
+LOOKAHEAD_BYTES = 12 << 20
 UNIT_BYTES = 2 << 20  # what the encoder is handed at a time: a few batches, one parse call
 ENCODER_QUEUE = 1  # units with the encoder at once: the next is handed the moment it is idle
 # Units handed and not yet sent, at most (each holds its text, columns and tuples). Units wait
