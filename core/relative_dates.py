@@ -34,7 +34,9 @@ WORDS = ("now", "today", "tomorrow", "yesterday")
 # ('today 10:00', 'Tomorrow', 'now()' all load as a moment relative to the load).
 PATTERN = r"(?i)(?-u:\b)(?:now|today|tomorrow|yesterday)(?-u:\b)"
 _LITERALS = r"(?i)now|today|tomorrow|yesterday"
-SMALL_BYTES = 1 << 20  # raw bytes up to this size are scanned without polars
+SMALL_BYTES = 1 << 20  # raw bytes up to this size are scanned without polars...
+LOADED_SMALL_BYTES = 64 << 10  # ...or up to this size once polars is loaded (polars_loaded())
+_polars_ready = False
 PIECE_BYTES = 2 << 20  # larger ones go to polars this much at a time
 _TYPES = {"date", "timestamp", "timestamptz", "time", "timetz", "time with time zone"}
 
@@ -129,8 +131,10 @@ class RelativeDates:
         """Whether UTF-8 bytes hold one of the words, even inside another ('known'): a literal
         scan, which polars' regex engine runs at memory speed (a word boundary would slow it
         several times on text full of near misses; the parse in raw_refused is exact). A small
-        file is looked at in Python: the raw path of a few rows does not import polars for it."""
-        if len(data) <= SMALL_BYTES:
+        file is looked at in Python: the raw path of a few rows does not import polars for it.
+        Once polars is loaded anyway (copy-binary), only tiny pieces are: Python's lower() and
+        four searches take 3 ms a MB, polars 0.5, and polars lets go of the GIL."""
+        if len(data) <= (LOADED_SMALL_BYTES if _polars_ready else SMALL_BYTES):
             low = bytes(data).lower()
             return any(w.encode() in low for w in WORDS)
         # A few MB at a time, cut at line ends (a word never spans one): polars' copies of a
@@ -172,6 +176,13 @@ class RelativeDates:
         except SourceError:
             return True
         return bool(bad) or bool(self.mask(frame).any())
+
+
+def polars_loaded() -> None:
+    """Say that polars is imported whole (by a thread that needed it): may_hold() then hands it
+    all but tiny pieces. (Asking sys.modules could find it half-imported by another thread.)"""
+    global _polars_ready
+    _polars_ready = True
 
 
 def guard(source: Source, maps: Sequence[ColumnMap], target_types: dict[str, str]) -> RelativeDates | None:

@@ -387,10 +387,12 @@ def encoder_loaded() -> bool:
 def warm_binary_typing() -> None:
     """Import what typing dates and timestamps needs (numpy), on the warm-up thread, and lend
     numpy to the CSV cutter, whose counts then leave the GIL to the other stages."""
+    from core.relative_dates import polars_loaded
     from core.sources.csv.records import lend_numpy
     from core.strategies import fixed_width_times  # noqa: F401
 
     lend_numpy()
+    polars_loaded()  # (the encoder was built with it: polars is imported whole)
 
 
 _BINARY_TRAILER = b"\xff\xff"
