@@ -164,6 +164,14 @@ def _numpy_bare_quote(np: Any, data: bytes | memoryview, delimiter: int, quote: 
     """has_bare_quote's test on the bytes around every quote at once."""
     b = np.frombuffer(data, dtype=np.uint8)
     at = quote_positions(np, data, quote)
+    # A quote beside another quote (a doubled one, "" inside a value) has a neighbour that is
+    # not ordinary: only lone quotes are looked at, found from the positions alone (JSON in CSV,
+    # its quotes nearly all doubled: 0.70 -> 0.43 s a 128 MB file).
+    apart = np.diff(at) > 1
+    lone = np.ones(len(at), dtype=bool)
+    lone[1:] &= apart
+    lone[:-1] &= apart
+    at = at[lone]
     inner = at[(at > 0) & (at < len(b) - 1)]  # a quote at either end has no ordinary byte beyond it
     special = np.zeros(256, dtype=bool)
     special[[delimiter, 13, 10, quote]] = True
