@@ -26,7 +26,14 @@ from collections.abc import Iterator
 import polars as pl
 
 from core.sources.base import BadRecord
-from core.sources.csv.records import lend_numpy, quote_positions, record_text, records_and_lines, split_records
+from core.sources.csv.records import (
+    lend_numpy,
+    quote_positions,
+    record_text,
+    records_and_lines,
+    split_records,
+    where_byte,
+)
 
 _NUMPY_BYTES = 1 << 16  # below this, numpy's start-up per call costs more than it saves
 
@@ -101,7 +108,7 @@ def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> tuple[
 
     lend_numpy()  # imported now anyway: the bare-quote test and the counts use it from here on
     a = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(a == 10)
+    ends = where_byte(np, data, 10)
     before = np.searchsorted(quote_positions(np, data, quote[0]), ends)  # quotes before each line end
     last = 1 if not data.endswith(b"\n") else 0  # the file's last record, with no newline
     records = int(np.count_nonzero((before & 1) == 0)) + last
