@@ -167,7 +167,7 @@ def test_per_batch_over_a_large_csv_takes_parallel_streams_that_commit_their_own
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Issue 27 item 4: at scale, per-batch commits go over several streams (each row written once);
-    measured 1.39x psql on the 5M-row bench. A small file stays on copy-csv."""
+    measured 1.34-1.39x psql on the 5M-row bench. A small file stays on copy-csv."""
     monkeypatch.setattr("core.auto.PARALLEL_MIN_BYTES", 1 << 10)
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     path = tmp_path / "big.csv"
