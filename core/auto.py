@@ -62,7 +62,7 @@ def choose(spec: LoadSpec, plan: Plan, ctl: psycopg.Connection[Any], *, dry_run:
                           f"per-batch commits over a large CSV file ({source.size / 1e6:,.0f} MB) mapped column for "
                           f"column onto a server on this machine: {workers} streams read their own byte ranges and "
                           "each commits its own chunks, so the server parses on "
-                          f"{workers} cores and each row is written once (the 5M-row bench: 1.35x psql, where one "
+                          f"{workers} cores and each row is written once (the 5M-row bench: 1.35-1.49x psql, where one "
                           "stream is about psql's pace)")
     if spec.commit is CommitMode.PER_BATCH or spec.on_error is ErrorPolicy.SKIP:
         why = "per-batch commits" if spec.commit is CommitMode.PER_BATCH else "the skip policy"

@@ -205,7 +205,7 @@ class CsvSource(CsvRecordParsing, Source):
 
     def _raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False,
                     refusals: bool = True) -> Iterator[RawChunk]:
-        look = tolerant or not refusals  # (True: the chunks' refused values are not looked for here)
+        unlooked = tolerant or not refusals  # the chunks' refused values are not looked for here
         chunk_bytes = chunk_bytes or CHUNK_BYTES
         q = self.dialect.quote.encode()
         d = self.dialect.delimiter.encode()
@@ -226,7 +226,7 @@ class CsvSource(CsvRecordParsing, Source):
                     chunk = b"".join((buf, memoryview(data)[:cut]))
                     if not has_bare_quote(chunk, d, q):
                         consumed += len(chunk)
-                        yield self._raw(RawChunk(chunk, self._progress(consumed), False), look)
+                        yield self._raw(RawChunk(chunk, self._progress(consumed), False), unlooked)
                         buf = data[cut:]
                         continue
                     data = data[cut:]  # a bare quote: cut field by field below
@@ -243,7 +243,7 @@ class CsvSource(CsvRecordParsing, Source):
                 continue
             scanned = 0
             consumed += cut
-            yield self._raw(RawChunk(buf[:cut], self._progress(consumed), odd), look)
+            yield self._raw(RawChunk(buf[:cut], self._progress(consumed), odd), unlooked)
             buf = buf[cut:]
         if buf:
             odd = has_bare_quote(buf, d, q)
@@ -251,7 +251,7 @@ class CsvSource(CsvRecordParsing, Source):
                 raise self._unclosed(buf, consumed)
             if not buf.endswith(b"\n"):
                 buf += b"\n"
-            yield self._raw(RawChunk(buf, self.size, odd), look)
+            yield self._raw(RawChunk(buf, self.size, odd), unlooked)
 
     def _raw(self, chunk: RawChunk, unlooked: bool) -> RawChunk:
         """A chunk for COPY as it is, marked `refused` when it holds a value the client refuses
