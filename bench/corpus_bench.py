@@ -27,7 +27,7 @@ import psycopg
 from psycopg import sql
 
 from bench.corpus import DDL, SHAPES, generate
-from bench.run_bench import DATA, LOCAL_DSN, ROOT, psql_cmd
+from bench.run_bench import DATA, LOCAL_DSN, ROOT, compile_bytecode, psql_cmd
 
 SHARED = Path("/tmp/sluice-bench")  # a folder the server's own process can write and read
 
@@ -202,10 +202,7 @@ def main() -> int:
     ap.add_argument("--out", help="write the table, with machine, date, server and command, to this Markdown file")
     a = ap.parse_args()
     dsn = _dsn(a.dsn)
-    # Sluice's own modules as bytecode, as an installed copy (and `make`) has them: with
-    # PYTHONDONTWRITEBYTECODE set (this machine's shells) every command would compile them again.
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "core", "ui"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
+    compile_bytecode()
     shapes = [s for s in a.shapes.split(",") if s]
     rows_of = {s: a.rows for s in shapes}
     if a.big:

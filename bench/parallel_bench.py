@@ -22,7 +22,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from bench.run_bench import DDL, ROOT, generate, psql_cmd
+from bench.run_bench import DDL, ROOT, compile_bytecode, generate, psql_cmd
 
 TABLE = "bench_parallel"
 
@@ -108,10 +108,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     path = generate(1_000_000)["mixed"]
-    # Sluice's own modules as bytecode, as an installed copy has them: with PYTHONDONTWRITEBYTECODE
-    # set (this machine's shells) every command would compile them again (about 0.1 s each).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "core", "ui"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
+    compile_bytecode()
     rows = 1_000_000
     copy = psql_cmd(a.dsn, "-c", f"\\copy {TABLE} FROM '{path}' WITH (FORMAT csv, HEADER)")
     quarter = [psql_cmd(a.dsn, "-c", f"\\copy {TABLE} FROM '{q}' WITH (FORMAT csv)") for q in quarters(path)]

@@ -35,6 +35,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from bench.run_bench import compile_bytecode
+
 DEFAULT_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "bench_flights_src"
@@ -152,10 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("pg_dump and psql are needed")
     folder = Path(a.folder)
     folder.mkdir(parents=True, exist_ok=True)
-    # Sluice's own modules as bytecode, as an installed copy has them: with PYTHONDONTWRITEBYTECODE
-    # set, every command would compile them again (about 0.1 s each).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "core"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
+    compile_bytecode()
     load_dsn = a.load_dsn or a.dsn
     make_table(a.dsn, a.rows)
     if load_dsn != a.dsn:
