@@ -36,8 +36,8 @@ PATTERN = r"(?i)(?-u:\b)(?:now|today|tomorrow|yesterday)(?-u:\b)"
 _LITERALS = r"(?i)now|today|tomorrow|yesterday"
 SMALL_BYTES = 1 << 20  # raw bytes up to this size are scanned without polars...
 LOADED_SMALL_BYTES = 64 << 10  # ...or up to this size once polars is loaded (polars_loaded())
-_polars_ready = False
 PIECE_BYTES = 2 << 20  # larger ones go to polars this much at a time
+_polars_ready = False
 _TYPES = {"date", "timestamp", "timestamptz", "time", "timetz", "time with time zone"}
 
 

@@ -39,7 +39,7 @@ def count_byte(data: bytes, byte: bytes) -> int:
     if np is None or len(byte) != 1:
         return data.count(byte)
     b = np.frombuffer(data, dtype=np.uint8)
-    return sum(int(np.count_nonzero(b[i:i + _WINDOW] == byte[0])) for i in range(0, len(b), _WINDOW))
+    return sum(int(np.count_nonzero(b[i:i + _WINDOW] == byte[0])) for i in _windows(len(b)))
 
 
 def record_cut(buf: bytes, quote: bytes, start: int = 0, parity: int = 0) -> int:
@@ -154,18 +154,22 @@ def quote_positions(np: Any, data: bytes | memoryview, quote: int) -> Any:
 
 
 def where_byte(np: Any, data: bytes | memoryview, byte: int) -> Any:
-    """Where `byte` stands in `data`, as a numpy array, compared a window at a time: a whole 16 MB
-    chunk compared at once made a 16 MB array of booleans per thread (parallel-copy's cutter and
-    its streams: some 100 MB more resident at the peak)."""
+    """Where `byte` stands in `data`, as a numpy array, compared a window at a time (parallel-copy's
+    cutter and streams, comparing whole chunks: some 100 MB more resident at the peak)."""
     b = np.frombuffer(data, dtype=np.uint8)
     kind = np.int32 if len(b) < 1 << 31 else np.int64  # half the memory of numpy's own int64
     if len(b) <= _WINDOW:
         return np.flatnonzero(b == byte).astype(kind)
-    return np.concatenate([(np.flatnonzero(b[i:i + _WINDOW] == byte) + i).astype(kind)
-                           for i in range(0, len(b), _WINDOW)])
+    return np.concatenate([(np.flatnonzero(b[i:i + _WINDOW] == byte) + i).astype(kind) for i in _windows(len(b))])
 
 
+# numpy compares bytes this many at a time: a whole 16 MB chunk at once made a 16 MB array of
+# booleans per thread.
 _WINDOW = 1 << 20
+
+
+def _windows(size: int) -> range:
+    return range(0, size, _WINDOW)
 
 
 def _remember(data: bytes | memoryview, quote: int, at: Any) -> None:

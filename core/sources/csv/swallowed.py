@@ -107,7 +107,6 @@ def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> tuple[
     import numpy as np
 
     lend_numpy()  # imported now anyway: the bare-quote test and the counts use it from here on
-    a = np.frombuffer(data, dtype=np.uint8)
     ends = where_byte(np, data, 10)
     before = np.searchsorted(quote_positions(np, data, quote[0]), ends)  # quotes before each line end
     last = 1 if not data.endswith(b"\n") else 0  # the file's last record, with no newline
@@ -124,7 +123,7 @@ def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> tuple[
         shaped = sum(1 for s, e in zip(starts.tolist(), stops.tolist(), strict=True)
                      if data.count(delimiter, s, e) == columns - 1)
     else:
-        at = np.flatnonzero(a == delimiter[0])
+        at = where_byte(np, data, delimiter[0])
         shaped = int(np.count_nonzero(np.searchsorted(at, stops) - np.searchsorted(at, starts) == columns - 1))
     return records, len(ends), shaped >= need
 
