@@ -1,4 +1,4 @@
-"""Dates and timestamps of one fixed width, typed from their digits with numpy.
+"""Dates and timestamps typed from their digits with numpy.
 
 Most files write a date or timestamp column in one shape (`2024-01-05`, or
 `2024-01-05 10:00:00.000000` with the same number of decimals on every row). Then the
@@ -6,15 +6,19 @@ column's text is one contiguous buffer of equal records: numpy reads each field'
 its fixed offset and computes the value in a few vectorised passes, where polars' string
 slicing and date parsing take five to ten times as long (measured on the bench's 1M rows).
 
+Timestamps whose decimals differ in number from row to row (PostgreSQL's own `COPY ... TO`
+and Python's isoformat() leave trailing zeros out), and timestamptz with offsets of any
+length, have each row's bytes laid into the 26-character shape first, then the same
+arithmetic reads them.
+
 Only the exact shape is typed: four-digit years 0001-9999, real calendar days, hours 0-23,
 minutes and seconds 0-59, and 1-6 decimals. Any other row comes back null, so its batch
-goes to the server as text, as arrow_binary's polars path does. A column whose rows differ
-in width returns None: the caller takes the polars path.
+goes to the server as text, as arrow_binary's polars path does. Dates of several widths
+return None: the caller takes the polars path.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -36,11 +40,21 @@ def fixed_dates(s: pl.Series) -> pl.Series | None:
 
 def fixed_timestamps(s: pl.Series) -> pl.Series | None:
     """`yyyy-mm-dd hh:mm:ss[.f]` (space or T) as microseconds, null where not exactly that;
-    None when widths differ."""
+    None when the column holds no value or is not plain text."""
     rows = _rows(s, _TS_WIDTHS)
     if rows is None:
-        return None
+        # Decimals of several widths, as PostgreSQL's own output and isoformat() write them
+        # (trailing zeros left out): the same digits, gathered row by row.
+        stamps = _stamp_rows(s, with_offset=False)
+        return None if stamps is None else _series(s, stamps[0], stamps[1], pl.Datetime("us"))
     d, valid = rows
+    micros, ok = _micros(d)
+    return _series(s, micros, valid & ok, pl.Datetime("us"))
+
+
+def _micros(d: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Microseconds since 1970 of `yyyy-mm-dd hh:mm:ss[.f]` rows (positions as rows), and where
+    each row is exactly that."""
     width = d.shape[0]
     days, ok = _days(d)
     ok &= ((d[10] == _sep(" ")) | (d[10] == _sep("T"))) & (d[13] == _sep(":")) & (d[16] == _sep(":"))
@@ -53,51 +67,83 @@ def fixed_timestamps(s: pl.Series) -> pl.Series | None:
         places = width - 20
         ok &= (d[19] == _sep(".")) & _digits(d, range(20, width))
         micros += _number(d, 20, places) * 10 ** (6 - places)
-    return _series(s, micros, valid & ok, pl.Datetime("us"))
+    return micros, ok
 
 
 def fixed_timestamptz(s: pl.Series) -> pl.Series | None:
-    """`yyyy-mm-dd hh:mm:ss[.f]` of one width, then an offset (`+05:30`, `-0800`, `+09`, `Z`),
-    as the UTC instant in microseconds, null where not exactly that (or an offset past 15:59,
-    which PostgreSQL judges itself); None when the timestamps' widths differ. A column holds
-    few distinct offsets (its time zones): each is read once, and the rows look theirs up."""
-    first = s.drop_nulls().head(1)
-    if not len(first):
-        return None
-    text = first[0]
-    width = next((i for i in range(19, len(text)) if text[i] in "+-Z"), -1)
-    if width not in _TS_WIDTHS:
-        return None
-    local = fixed_timestamps(s.str.slice(0, width))
-    if local is None:
-        return None
-    off = s.str.slice(width)
-    kinds = off.unique().drop_nulls()
-    if len(kinds) > _MAX_OFFSETS:
-        return None
-    shifts = {k: _offset_micros(k) for k in kinds.to_list()}
-    known = {k: v for k, v in shifts.items() if v is not None}
-    shift = off.replace_strict(list(known), list(known.values()), default=None, return_dtype=pl.Int64)
-    return (local.cast(pl.Int64) - shift).cast(pl.Datetime("us")).alias(s.name)
+    """`yyyy-mm-dd hh:mm:ss[.f]` then an offset (`+05:30`, `-0800`, `+09`, `Z`), as the UTC instant
+    in microseconds, null where not exactly that (or an offset past 15:59, which PostgreSQL
+    judges itself); None when the column holds no value or is not plain text."""
+    stamps = _stamp_rows(s, with_offset=True)
+    return None if stamps is None else _series(s, stamps[0], stamps[1], pl.Datetime("us"))
 
 
-_MAX_OFFSETS = 4096  # more distinct offsets than time zones exist: not this column's shape
-_OFFSET = re.compile(r"([+-])(\d\d)(?::?(\d\d))?")
+def _stamp_rows(s: pl.Series, *, with_offset: bool) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """Microseconds (UTC where there is an offset) and where each row is exactly a timestamp.
+
+    Each row's offset is read from its last six characters; its local part is laid into the
+    26-character shape (`.000000` after whole seconds, zeros after fewer decimals), so one pass
+    of the fixed-width arithmetic reads rows of every width. None when the column holds no
+    value or is not plain text."""
+    n = len(s)
+    if not n or s.null_count() == n:
+        return None
+    arrow = s.to_arrow()
+    if str(arrow.type) != "large_string":
+        return None
+    offsets = np.frombuffer(arrow.buffers()[1], dtype=np.int64, count=n + 1, offset=arrow.offset * 8)
+    raw = np.frombuffer(arrow.buffers()[2], dtype=np.uint8)
+    # The bytes minus '0' (digits 0-9, anything else 10-255), with blank room on both sides so
+    # that 26 characters from any row's start, and 6 before any row's end, stay inside.
+    data = np.full(_PAD + len(raw) + _FULL, _sep(" "), dtype=np.uint8)
+    np.subtract(raw, _ZERO, out=data[_PAD:_PAD + len(raw)])
+    windows = np.lib.stride_tricks.sliding_window_view(data, _FULL)  # a view: row p is data[p:p+26]
+    starts, ends = offsets[:-1] + _PAD, offsets[1:] + _PAD
+    length = ends - starts
+    ok = s.is_not_null().to_numpy()
+    shift: np.ndarray[Any, Any] | int = 0
+    if with_offset:
+        kind, shift, ok_offset = _offsets(windows[ends - _PAD, :_PAD].T)
+        ok &= ok_offset
+        length = length - kind
+    ok &= (length >= 19) & (length <= _FULL) & (length != 20)  # (a dot with no decimals is no shape)
+    d = np.ascontiguousarray(windows[starts].T)  # positions as rows, as _rows lays them out
+    # Past a row's own end, the shape's own filler (rows shorter than 19 are not ok whatever they read).
+    d[19] = np.where(length > 19, d[19], _sep("."))
+    for j in range(20, _FULL):
+        d[j] = np.where(j < length, d[j], 0)
+    micros, ok_local = _micros(d)
+    return micros - shift, ok & ok_local
 
 
-def _offset_micros(text: str) -> int | None:
-    """`+05:30`, `-0800`, `+09` or `Z` as microseconds east of UTC; None for anything else, or
-    past 15:59 (left to PostgreSQL)."""
-    if text == "Z":
-        return 0
-    m = _OFFSET.fullmatch(text)
-    if m is None:
-        return None
-    hours, minutes = int(m.group(2)), int(m.group(3) or 0)
-    if hours > 15 or minutes > 59:
-        return None
-    micros = (hours * 60 + minutes) * 60_000_000
-    return -micros if m.group(1) == "-" else micros
+_FULL = 26  # yyyy-mm-dd hh:mm:ss.ffffff
+_PAD = 6  # the longest offset, +05:30
+
+
+def _offsets(t: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+    """Each row's trailing offset, from its last six characters `t` (positions as rows): its
+    length (`Z` 1, `+09` 3, `-0800` 5, `+05:30` 6), microseconds east of UTC, and whether it is
+    one that PostgreSQL and chrono read alike (a sign, hours up to 15, minutes up to 59)."""
+    plus, minus = _sep("+"), _sep("-")
+    sign = (t == plus) | (t == minus)
+    zulu = t[5] == _sep("Z")
+    k3 = ~zulu & sign[3]
+    k5 = ~zulu & ~k3 & sign[1]
+    k6 = ~zulu & ~k3 & ~k5 & sign[0] & (t[3] == _sep(":"))
+    kind = np.select([zulu, k3, k5, k6], [1, 3, 5, 6], 0)
+    hours = np.select([k3, k5, k6], [_pair(t[4], t[5]), _pair(t[2], t[3]), _pair(t[1], t[2])], 0)
+    minutes = np.where(k5 | k6, _pair(t[4], t[5]), 0)
+    ok = zulu | ((kind > 0) & (hours <= 15) & (minutes <= 59))
+    east = (hours * 60 + minutes) * 60_000_000
+    negative = (k3 & (t[3] == minus)) | (k5 & (t[1] == minus)) | (k6 & (t[0] == minus))
+    east = np.where(zulu | ~ok, 0, np.where(negative, -east, east))
+    return kind, east, ok
+
+
+def _pair(tens: np.ndarray[Any, Any], ones: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Two digits as a number; 999 where either is not a digit (out of every range)."""
+    out: np.ndarray[Any, Any] = np.where((tens <= 9) & (ones <= 9), tens.astype(np.int64) * 10 + ones, 999)
+    return out
 
 
 def _rows(s: pl.Series, widths: tuple[int, ...]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
