@@ -114,7 +114,8 @@ def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
     source.check_unchanged()
     if sent["raw"]:
         total = sent["raw"] + sent["binary"]
-        run.on_log(f"copy-binary: {sent['raw']:,} of {total:,} rows went as the file's own CSV, parsed by the "
+        kind = "text (PostgreSQL's format)" if source.format == "pgtext" else "CSV"
+        run.on_log(f"copy-binary: {sent['raw']:,} of {total:,} rows went as the file's own {kind}, parsed by the "
                    "server while the client's encoder loaded or was busy (warm start); the rest as binary")
 
 

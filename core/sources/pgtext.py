@@ -12,17 +12,18 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import polars as pl
 
 from core.errors import SourceError
-from core.sources.base import BadRecord, Batch, RawChunk, Source, rebatch_parts
+from core.sources.base import BadRecord, Batch, ParseLater, RawChunk, Source, rebatch_parts
 from core.sources.pgtext_decode import BadEscape, continues, decode_field, sniff_header, split_fields, unescape_column
 from core.sources.sniff import CsvDialect, sniff_csv
 from core.spec import SourceOptions
 
 CHUNK_BYTES = 4 << 20
+WARM_CHUNK_BYTES = 1 << 20  # as CSV's warm start reads (core.sources.csv.source)
 _END = b"\\."  # a line of its own: the end of the data (pg_dump's COPY blocks, old psql)
 
 
@@ -161,6 +162,56 @@ class PgTextSource(Source):
             refused = self.refuse is not None and not odd and not tolerant and self.refuse.raw_refused(self, data)
             yield RawChunk(data, pos, odd, -1 if odd else lines, refused=refused)
             line += lines
+
+    def raw_or_parsed(self, parse_now: Callable[[], bool], batch_rows: int, unit_bytes: int = CHUNK_BYTES,
+                      raw_bytes: int | None = None) -> Iterator[RawChunk | ParseLater | Batch]:
+        """The file's records in order, each chunk either as it is (for COPY's text format) or,
+        when `parse_now()` says so as it is read, about `unit_bytes` left to parse_later() on
+        the encoding stage (core.load.warm_start balances the two, as for CSV). A chunk COPY
+        would count differently (a record continued by an escaped newline) or holding a value
+        the client refuses is always left to the parser, which reads it as written or names
+        the refused row."""
+        row, line, offset = 0, 1 + self._header_lines, 0
+        group: list[bytes] = []
+        size = 0
+        for data, pos in self._chunks(raw_bytes or WARM_CHUNK_BYTES):
+            nul = data.find(b"\x00")
+            if nul >= 0:  # COPY would refuse it as an encoding error; the parser names its record
+                raise SourceError("contains a NUL byte", path=str(self.path), line=line + data.count(b"\n", 0, nul))
+            odd = b"\\\n" in data and _has_continuation(data)
+            later = odd or bool(group) or parse_now()
+            if not later and self.refuse is not None and self.refuse.raw_refused(self, data):
+                later = True  # (looked for only in chunks that go as they are: the parser refuses its own)
+            lines = data.count(b"\n")
+            if not later:
+                yield RawChunk(data, pos, False, lines, lines)
+                row, line, offset = row + lines, line + lines, offset + len(data)
+                continue
+            group.append(data)
+            size += len(data)
+            if size < unit_bytes and pos < self.size:
+                continue
+            unit = b"".join(group)
+            records = sum(1 for _ in _records(unit, 0)) if b"\\\n" in unit else unit.count(b"\n")
+            yield ParseLater(RawChunk(unit, pos, False, records, unit.count(b"\n")), row, line, offset)
+            row, line, offset = row + records, line + unit.count(b"\n"), offset + len(unit)
+            group, size = [], 0
+        if group:  # (the last chunk ends the file: its position is the file's size)
+            unit = b"".join(group)
+            records = sum(1 for _ in _records(unit, 0)) if b"\\\n" in unit else unit.count(b"\n")
+            yield ParseLater(RawChunk(unit, self.size, False, records, unit.count(b"\n")), row, line, offset)
+
+    def parse_later(self, unit: ParseLater, batch_rows: int) -> list[Batch]:
+        """The records raw_or_parsed() left to parse, in batches; a malformed record, or a value
+        the client refuses, raises SourceError naming its line."""
+        frame, bad, _lines = self._parse_chunk(unit.chunk.data, unit.row, unit.line)
+        if bad:
+            raise SourceError(bad[0].reason, path=str(self.path), line=bad[0].line)
+        start = (unit.row, self._progress(unit.offset))
+        parsed = rebatch_parts(iter([(frame, unit.chunk.bytes_read, bad)]), batch_rows, 0, start=start)
+        if self.refuse is not None and self.refuse.may_hold(unit.chunk.data):
+            parsed = self.refuse.apply(self, parsed, with_bad=False)  # raises at the first refused row
+        return list(parsed)
 
     # -- parsing ------------------------------------------------------------------------
 

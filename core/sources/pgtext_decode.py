@@ -113,16 +113,28 @@ _IDENT = re.compile(r"[a-z_][a-z0-9_$]{0,62}")  # one PostgreSQL folds to itself
 def looks_pgtext(head: bytes) -> bool:
     """A sample that shows PostgreSQL's text COPY format: tab-separated lines of one width (in
     its first 64 kB), with `\\N` fields or backslash escapes anywhere (which no CSV or plain TSV
-    writer produces; a catalog's export may show its first one after hundreds of kB)."""
+    writer produces; a catalog's export may show its first one after hundreds of kB), or, with
+    no backslash and no empty field at all, quotes inside fields and none around one: a CSV or
+    TSV writer quotes a field that holds a quote, PostgreSQL's text format never does (its export
+    of a jsonb column). (An empty field is NULL to a TSV of other writers, text here.)"""
     cut = head.rfind(b"\n")
     text = head[: cut + 1] if cut > 0 else head
-    if b"\t" not in text or b"\\" not in text or not (_NULL_FIELD.search(text) or _ESCAPED.search(text)):
+    if b"\t" not in text:
+        return False
+    escapes = b"\\" in text and bool(_NULL_FIELD.search(text) or _ESCAPED.search(text))
+    bare_quotes = (b"\\" not in text and b'"' in text and not _QUOTED_FIELD.search(text)
+                   and not _EMPTY_FIELD.search(text))
+    if not (escapes or bare_quotes):
         return False
     cut = text.rfind(b"\n", 0, 1 << 16)
     lines = [ln for ln in text[: cut + 1 if cut > 0 else len(text)].split(b"\n")[:500] if ln.strip()]
     widths = Counter(len(split_fields(ln.decode("utf-8", "replace"), "\t")) for ln in lines)
     width, count = widths.most_common(1)[0]
     return width >= 2 and count >= len(lines) - max(1, len(lines) // 10)  # a ragged record is the reader's to name
+
+
+_QUOTED_FIELD = re.compile(rb'(?m)(?:^|\t)"')  # a field that starts with a quote: a CSV writer's quoting
+_EMPTY_FIELD = re.compile(rb"(?m)(?:^|\t)(?=\t|\r?\n)")
 
 
 def sniff_header(lines: list[list[str]]) -> bool:

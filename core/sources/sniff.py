@@ -130,14 +130,26 @@ def _records(text: str, delimiter: str, quote: str) -> list[list[str]]:
     return out[:-1] if len(out) > 1 else out  # the last record may be cut by the sample
 
 
-def _score(records: list[list[str]]) -> float:
+def _score(records: list[list[str]]) -> tuple[float, int]:
+    """The share of records of the most common width, and that width ((0, 0) below two fields)."""
     widths = [len(r) for r in records if r]
     if not widths:
-        return 0.0
+        return 0.0, 0
     width, count = Counter(widths).most_common(1)[0]
     if width < 2:
-        return 0.0
-    return count / len(widths) * 1000 + width
+        return 0.0, 0
+    return count / len(widths), width
+
+
+def _delimiter(head: str, quote: str) -> str:
+    """The delimiter that splits the most records alike, then the widest split, comma on a tie.
+    A tab that splits records as alike as the best wins even over a wider split: values hold
+    commas (text, JSON, decimal commas) far more often than tabs, and PostgreSQL's text export of
+    a jsonb column split at its commas lost its first row as a header."""
+    scores = {d: _score(_records(head, d, quote)) for d in DELIMITERS}
+    best = max(DELIMITERS, key=lambda d: (scores[d], d == ","))
+    tab = scores["\t"]
+    return "\t" if tab[1] >= 2 and tab[0] >= scores[best][0] else best
 
 
 def _numberish(s: str) -> bool:
@@ -172,7 +184,7 @@ def sniff_csv(
     # Python would cost a noticeable share of a small load. Long records get the whole sample.
     head = text[:65536] if text.count("\n", 0, 65536) >= 20 else text
     if not delimiter:
-        delimiter = max(DELIMITERS, key=lambda d: (_score(_records(head, d, q)), d == ","))
+        delimiter = _delimiter(head, q)
     records = _records(head, delimiter, q)
     if header is None:
         header = True

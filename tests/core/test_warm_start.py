@@ -40,6 +40,7 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """Warm start on any file, in 8 kB chunks, the encoder held until 3 raw chunks were written."""
     monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
     monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.sources.pgtext.WARM_CHUNK_BYTES", 8 << 10)
     monkeypatch.setattr("core.load.warm_start.LOOKAHEAD_BYTES", 64 << 10)  # the reader leads by 8 chunks
     monkeypatch.setattr("core.strategies.copy.encoder_loaded", lambda: False)  # as in a new process
     counts = {"raw": 0, "binary": 0}
@@ -351,4 +352,53 @@ def test_a_bad_value_in_a_late_raw_chunk_is_named_by_its_row(
     problem = err.value.problem
     assert (problem.row, problem.column, problem.value) == (bad, "qty", "4x")
     assert problem.line == src.read_text(encoding="utf-8").split("\n").index(line_text) + 1
+    assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
+
+
+def _text_export(conn: psycopg.Connection[Any], table: str, path: Path) -> Path:
+    """What `\\copy table to path` writes: PostgreSQL's own text format."""
+    out = bytearray()
+    with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} TO STDOUT").format(sql.Identifier(table))) as copy:
+        for data in copy:
+            out += data
+    path.write_bytes(bytes(out))
+    return path
+
+
+def test_a_text_format_export_takes_both_parts(
+    held: dict[str, int], dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """PostgreSQL's own text export (escaped newlines, \\N, timestamps without trailing zeros): its
+    first lines go to COPY's text format, the rest typed, and the table holds what it held."""
+    reference = _table(conn, table_name, "ref_text")
+    _load(_file(tmp_path, 4000), reference, dsn, strategy="copy-csv")
+    export = _text_export(conn, reference, tmp_path / "export.txt")
+    assert b"\\n" in export.read_bytes() and b"\\N" in export.read_bytes()
+    warm = _table(conn, table_name, "warm_text")
+    log: list[str] = []
+    result = _load(export, warm, dsn, log=log)
+    assert held["raw"] >= 3 and held["binary"] > 0  # both parts happened
+    assert result.rows_read == result.rows_loaded == 4000
+    assert any("went as the file's own text" in line for line in log), log
+    _assert_same_rows(conn, warm, reference)
+
+
+def test_a_bad_value_in_a_text_export_after_the_switch_is_named_by_its_row(
+    held: dict[str, int], dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A value the client cannot type, far into the file (in the typed part): its row, line,
+    column and value, and nothing stays; a record continued by an escaped newline before it
+    counts as one row over two lines."""
+    rows = [f"{i}\t{i % 1000}\t{i}.5\tname {i}\tt\t2020-01-01\t2020-01-01 00:00:00\n" for i in range(4000)]
+    rows[3000] = "3000\t1\t1.5\tline one\\\nline two\tt\t2020-01-01\t2020-01-01 00:00:00\n"
+    rows[3500] = "3500\t4x\t1.5\tn\tt\t2020-01-01\t2020-01-01 00:00:00\n"
+    rows[1] = "1\t1\t\\N\tname 1\tt\t2020-01-01\t2020-01-01 00:00:00\n"  # (\\N: what shows the format)
+    src = tmp_path / "bad_export.txt"
+    src.write_text("".join(rows), encoding="utf-8")
+    table = _table(conn, table_name, "warm_text_bad")
+    with pytest.raises(BadRowError) as err:
+        _load(src, table, dsn)
+    assert held["binary"] > 0
+    problem = err.value.problem
+    assert (problem.row, problem.column, problem.value, problem.line) == (3500, "qty", "4x", 3502)
     assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone() == (0,)
