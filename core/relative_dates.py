@@ -37,6 +37,10 @@ _LITERALS = r"(?i)now|today|tomorrow|yesterday"
 SMALL_BYTES = 1 << 20  # raw bytes up to this size are scanned without polars...
 LOADED_SMALL_BYTES = 64 << 10  # ...or up to this size once polars is loaded (polars_loaded())
 PIECE_BYTES = 2 << 20  # larger ones go to polars this much at a time
+# A raw load imports polars for the scan only for a file this large: the import costs some 0.25
+# CPU-s (and 50 MB) beside a server that needs the core, Python's scan 2.5 ms a MB more than
+# polars'. nycflights13's flights (34 MB, copy-csv) took 1.78 s against psql's 1.01 s with it.
+POLARS_SCAN_MIN_FILE = 128 << 20
 _polars_ready = False
 _TYPES = {"date", "timestamp", "timestamptz", "time", "timetz", "time with time zone"}
 
@@ -127,16 +131,16 @@ class RelativeDates:
         return BadRecord(row, line, text, REASON, column, value)
 
     @staticmethod
-    def may_hold(data: bytes | memoryview) -> bool:
+    def may_hold(data: bytes | memoryview, *, import_polars: bool = True) -> bool:
         """Whether UTF-8 bytes hold one of the words, even inside another ('known'): a literal
         scan, which polars' regex engine runs at memory speed (a word boundary would slow it
-        several times on text full of near misses; the parse in raw_refused is exact). A small
-        file is looked at in Python: the raw path of a few rows does not import polars for it.
-        Once polars is loaded anyway (copy-binary), only tiny pieces are: Python's lower() and
-        four searches take 3 ms a MB, polars 0.5, and polars lets go of the GIL."""
-        if len(data) <= (LOADED_SMALL_BYTES if _polars_ready else SMALL_BYTES):
-            low = bytes(data).lower()
-            return any(w.encode() in low for w in WORDS)
+        several times on text full of near misses; the parse in raw_refused is exact). Small
+        pieces, and any size when polars is not loaded and `import_polars` is False, are looked
+        at in Python. Once polars is loaded anyway (copy-binary), only tiny pieces are: Python's
+        lower() and four searches take 3 ms a MB, polars 0.5, and polars lets go of the GIL."""
+        if len(data) <= (LOADED_SMALL_BYTES if _polars_ready else SMALL_BYTES) or not (
+                _polars_ready or import_polars):
+            return _python_scan(data)
         # A few MB at a time, cut at line ends (a word never spans one): polars' copies of a
         # whole 8-16 MB slice, per stream, kept some 90 MB more resident at the peak.
         buf = data if isinstance(data, bytes) else bytes(data)
@@ -166,7 +170,7 @@ class RelativeDates:
     def raw_refused(self, source: Source, data: bytes) -> bool:
         """Whether whole records of the file's own bytes hold a refused value: a scan for the
         words, and only where one stands, a parse of these records to look at the guarded columns."""
-        if not self.may_hold(data):
+        if not self.may_hold(data, import_polars=source.size >= POLARS_SCAN_MIN_FILE):
             return False
         parse = getattr(source, "parse_records", None)
         if parse is None:
@@ -176,6 +180,20 @@ class RelativeDates:
         except SourceError:
             return True
         return bool(bad) or bool(self.mask(frame).any())
+
+
+def _python_scan(data: bytes | memoryview) -> bool:
+    """may_hold() in Python, a piece at a time (lower() copies what it reads)."""
+    view = memoryview(data)
+    for start in range(0, len(view), SMALL_BYTES):
+        low = bytes(view[start:start + SMALL_BYTES + _LONGEST]).lower()  # (overlapping: a word cut by the end)
+        if any(w in low for w in _WORD_BYTES):
+            return True
+    return False
+
+
+_WORD_BYTES = tuple(w.encode() for w in WORDS)
+_LONGEST = max(map(len, WORDS))
 
 
 def polars_loaded() -> None:

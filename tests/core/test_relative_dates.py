@@ -250,3 +250,24 @@ def test_the_warm_reader_refuses_them_in_units_and_in_raw_chunks(as_units: bool,
     with pytest.raises(RefusedValue) as raised:
         read_all()
     assert raised.value.line == 4502 and "'Yesterday'" in str(raised.value)
+
+
+def test_a_raw_load_scans_without_importing_polars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below POLARS_SCAN_MIN_FILE, a raw chunk of MBs is scanned in Python (polars' import cost a
+    34 MB copy-csv load 0.25 CPU-s beside the server), a word cut by a piece's end included."""
+    from core import relative_dates as rd
+
+    class NoPolars:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"polars.{name} used")
+
+    monkeypatch.setattr(rd, "pl", NoPolars())
+    monkeypatch.setattr(rd, "_polars_ready", False)
+    line = b"1,2024-01-05,some text\n"
+    data = line * ((3 << 20) // len(line))
+    assert not rd.RelativeDates.may_hold(data, import_polars=False)
+    cut = rd.SMALL_BYTES - 3  # "tomorrow" across the first piece's end
+    assert rd.RelativeDates.may_hold(data[:cut] + b"tomorrow" + data[cut:], import_polars=False)
+    assert rd.RelativeDates.may_hold(data + b"2,Today,x\n", import_polars=False)
+    with pytest.raises(AssertionError, match="polars"):
+        rd.RelativeDates.may_hold(data, import_polars=True)  # (a large file's scan: polars, as before)
