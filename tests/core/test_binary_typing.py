@@ -152,3 +152,45 @@ def test_a_refused_row_after_multiline_values_is_named_in_a_text_batch(
     with pytest.raises(BadRowError) as info:
         _load(dsn, path, t, "copy-binary")
     assert (info.value.problem.line, info.value.problem.column, info.value.problem.value) == (82, "n", "x40")
+
+
+@pytest.mark.parametrize(("precision", "scale"), [(12, 2), (12, 3), (5, 5), (4, 0), (18, 4), (9, 1), (20, 6)])
+def test_numeric_stores_what_the_server_parses(
+    precision: int, scale: int, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """numeric(p, s) typed by polars and encoded by pgpq: random values of every length and sign,
+    zeros and the type's own limits land as the server's own text input."""
+    import random
+
+    rng = random.Random(precision * 100 + scale)
+    whole = precision - scale
+
+    def value() -> str:
+        k = rng.random()
+        if k < 0.05:
+            return ""
+        if k < 0.1:
+            return rng.choice(["0", "-0", "0.0", ".5" if scale else "5",
+                               "-" + ("9" * whole if whole else "0." + "9" * scale)])
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, max(1, whole))))
+        decimals = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, scale)))
+        text = (digits if whole else "0") + ("." + decimals if decimals else "")
+        return ("-" if rng.random() < 0.3 else "") + text
+
+    rows = [value() for _ in range(6000)]
+    rows[100] = ("9" * whole if whole else "0") + ("." + "9" * scale if scale else "")  # the largest
+    path = tmp_path / "n.csv"
+    path.write_text("id,n\n" + "".join(f"{i},{v}\n" for i, v in enumerate(rows)), encoding="utf-8")
+    ref, got = table_name("nref"), table_name("nbin")
+    for t in (ref, got):
+        conn.execute(sql.SQL("CREATE TABLE {} (id int, n numeric({}, {}))").format(
+            sql.Identifier(t), sql.Literal(precision), sql.Literal(scale)))
+    for t, strategy in ((ref, "copy-csv"), (got, "copy-binary")):
+        LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn, strategy=strategy,
+                         batch_rows=1000)).run()
+    query = "SELECT id, n::text FROM {} ORDER BY id"
+    got_rows = conn.execute(sql.SQL(query).format(sql.Identifier(got))).fetchall()
+    assert got_rows == conn.execute(sql.SQL(query).format(sql.Identifier(ref))).fetchall()
+    assert len(got_rows) == 6000
+
