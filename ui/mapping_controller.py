@@ -123,10 +123,17 @@ class MappingController(QObject):
             if cols is None:
                 self.show(new_table_maps(info), samples, info, None)
                 return
-            # A script's INSERTs without a column list fill the table's columns in order.
-            maps = (positional_maps(info.columns, cols) if info.script_tables else None) or settle(
+            # A script's INSERTs without a column list fill the table's columns in order, and so
+            # do the fields of a file without a header (`\copy t to f` writes none) when there are
+            # as many as the table has columns: there are no names to go by.
+            headerless = not info.script_tables and info.options.header is False and len(info.columns) == len(cols)
+            ordered = positional_maps(info.columns, cols) if info.script_tables or headerless else None
+            maps = ordered or settle(
                 match_by_name(info.columns, cols), info.sample, None, new_table=False, explicit=False)
             self.show(maps, samples, info, [(c.name, c.type) for c in cols])
+            if headerless and ordered:
+                self.said.emit(f"the file has no header: its {len(cols)} fields go to {ref.name}'s columns in "
+                               "order (the mapping shows which)")
 
         self.pending = True
         self._background(look, on_columns, self._failed)

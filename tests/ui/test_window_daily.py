@@ -225,3 +225,26 @@ def test_profiles_rejects_history_table_and_server(
     assert "DSN: " in info.args[0] and "psql" in info.args[0]
     bar = w.log.verticalScrollBar()
     assert bar.value() == bar.maximum()  # the log follows its newest line
+
+
+def test_a_file_without_a_header_fills_the_columns_in_order(
+    qtbot: Any, window: Any, conn: psycopg.Connection[Any], flights: str, tmp_path: Path
+) -> None:
+    """PostgreSQL's own export (`\\copy t to f`) has no header: its fields go to the table's columns in
+    order when there are as many, and a run loads them; one field short, nothing is guessed."""
+    w = window
+    _open(qtbot, w, _write(tmp_path / "export.txt", "2014\t3\tDL\n2014\t4\t\\N\n"))
+    _target(qtbot, w, flights)
+    assert [(m.source, m.target) for m in w.mapping.maps] == [
+        ("column_1", "year"), ("column_2", "month"), ("column_3", "carrier")]
+    assert w.mapping.unmatched() == []
+    assert "the file has no header" in w.log.toPlainText(), w.log.toPlainText()
+    w.answer = True
+    with qtbot.waitSignal(w.run_finished, timeout=60_000):
+        w.run_btn.click()
+    rows = conn.execute(sql.SQL("SELECT year, month, carrier FROM {} WHERE year = 2014 ORDER BY month")
+                        .format(sql.Identifier(flights))).fetchall()
+    assert rows == [(2014, 3, "DL"), (2014, 4, None)]
+    _open(qtbot, w, _write(tmp_path / "short.txt", "2015\t5\n2015\t6\n"))
+    _target(qtbot, w, flights)
+    assert len(w.mapping.unmatched()) == 2  # two fields, three columns: matched by hand or not at all
