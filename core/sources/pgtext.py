@@ -191,15 +191,13 @@ class PgTextSource(Source):
             size += len(data)
             if size < unit_bytes and pos < self.size:
                 continue
-            unit = b"".join(group)
-            records = sum(1 for _ in _records(unit, 0)) if b"\\\n" in unit else unit.count(b"\n")
-            yield ParseLater(RawChunk(unit, pos, False, records, unit.count(b"\n")), row, line, offset)
-            row, line, offset = row + records, line + unit.count(b"\n"), offset + len(unit)
+            unit = _unit(group, pos, row, line, offset)
+            yield unit
+            row, line = row + unit.chunk.records, line + unit.chunk.lines
+            offset += len(unit.chunk.data)
             group, size = [], 0
         if group:  # (the last chunk ends the file: its position is the file's size)
-            unit = b"".join(group)
-            records = sum(1 for _ in _records(unit, 0)) if b"\\\n" in unit else unit.count(b"\n")
-            yield ParseLater(RawChunk(unit, self.size, False, records, unit.count(b"\n")), row, line, offset)
+            yield _unit(group, self.size, row, line, offset)
 
     def parse_later(self, unit: ParseLater, batch_rows: int) -> list[Batch]:
         """The records raw_or_parsed() left to parse, in batches; a malformed record, or a value
@@ -353,6 +351,15 @@ class PgTextSource(Source):
     def row_at_data_line(self, data_line: int) -> int | None:
         """The row at COPY's "line N": the raw path sends only chunks of one record per line."""
         return data_line - 1 if data_line >= 1 else None
+
+
+def _unit(group: list[bytes], pos: int, row: int, line: int, offset: int) -> ParseLater:
+    """Chunks left to the parser as one unit, its records counted (a record continued by an
+    escaped newline takes two lines)."""
+    data = b"".join(group)
+    lines = data.count(b"\n")
+    records = sum(1 for _ in _records(data, 0)) if b"\\\n" in data else lines
+    return ParseLater(RawChunk(data, pos, False, records, lines), row, line, offset)
 
 
 def _records(data: bytes, first_line: int) -> Iterator[tuple[int, bytes]]:
