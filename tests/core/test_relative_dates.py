@@ -227,19 +227,24 @@ def _rows_of(conn: psycopg.Connection[Any], table: str) -> list[tuple[Any, ...]]
     return conn.execute(sql.SQL("SELECT * FROM {} ORDER BY 1").format(sql.Identifier(table))).fetchall()
 
 
+@pytest.mark.parametrize("fmt", ["csv", "pgtext"])
 @pytest.mark.parametrize("as_units", [True, False])
-def test_the_warm_reader_refuses_them_in_units_and_in_raw_chunks(as_units: bool, tmp_path: Path) -> None:
+def test_the_warm_reader_refuses_them_in_units_and_in_raw_chunks(as_units: bool, fmt: str, tmp_path: Path) -> None:
     """Whichever way the warm start's reader sends a chunk, the word is refused at its line:
-    a unit through the parser (its chunks are not scanned), a raw chunk by the scan, then parsed."""
+    a unit through the parser (its chunks are not scanned), a raw chunk by the scan, then parsed.
+    PostgreSQL's text format (its export, a `\\N` showing it) as well as CSV."""
     from core.errors import RefusedValue
     from core.relative_dates import RelativeDates
     from core.sources.base import ParseLater
     from core.sources.factory import open_source
 
-    path = tmp_path / "warm.csv"
-    path.write_text("id,d,note\n" + "".join(
-        f"{i},{'Yesterday' if i == 4500 else '2024-01-05'},now {i}\n" for i in range(6000)), encoding="utf-8")
+    sep = "," if fmt == "csv" else "\t"
+    path = tmp_path / ("warm.csv" if fmt == "csv" else "warm.txt")
+    path.write_text(sep.join(["id", "d", "note"]) + "\n" + "".join(
+        sep.join([str(i), "Yesterday" if i == 4500 else "2024-01-05", "\\N" if i == 1 else f"now {i}"]) + "\n"
+        for i in range(6000)), encoding="utf-8")
     source = open_source(SourceOptions(path=str(path)))
+    assert source.format == fmt
     source.refuse = RelativeDates((("d", "d"),))
 
     def read_all() -> None:
