@@ -28,8 +28,10 @@ def _file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("commit", list(CommitMode))
 def test_a_key_repeated_across_streams_never_hangs(
     policy: ErrorPolicy, commit: CommitMode, dsn: str, conn: psycopg.Connection[Any],
-    table_name: Callable[[str], str], tmp_path: Path,
+    table_name: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Streams that wait on each other give up after the lock timeout: 1 s here, not the load's 5 s.
+    monkeypatch.setattr("core.load.protocols.chunked.STREAM_LOCK_TIMEOUT", "-c lock_timeout=1s")
     table = table_name("dup")
     conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, name text)").format(sql.Identifier(table)))
     spec = LoadSpec(SourceOptions(str(_file(tmp_path))), TargetSpec(table), strategy="parallel-copy", workers=2,

@@ -22,9 +22,9 @@ from psycopg import sql
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-# success, abort, cancel, skip in turn: 64 in the suite (the crash it guards against came within a
+# success, abort, cancel, skip in turn: 40 in the suite (the crash it guards against came within a
 # few dozen loads); SLUICE_SOAK_LOADS=300 or more for a longer soak.
-LOADS = int(os.environ.get("SLUICE_SOAK_LOADS", "64"))
+LOADS = int(os.environ.get("SLUICE_SOAK_LOADS", "40"))
 assert LOADS % 4 == 0, "SLUICE_SOAK_LOADS: a multiple of 4 (success, abort, cancel, skip in turn)"
 GOOD_ROWS, BIG_ROWS = 200, 20_000
 
