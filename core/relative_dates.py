@@ -157,14 +157,12 @@ class RelativeDates:
     def file_may_hold(path: str | Path, block: int = 16 << 20) -> bool:
         """Whether a file's bytes spell one of the words anywhere, any case (ASCII-compatible
         encodings), read a block at a time: a SQL script's COPY shortcut is taken only without."""
-        words = tuple(w.encode() for w in WORDS)
         tail = b""
         with open(path, "rb") as f:
             while data := f.read(block):
-                low = tail + data.lower()
-                if any(w in low for w in words):
+                if _python_scan(tail + data):
                     return True
-                tail = low[-8:]  # a word cut by the block's end
+                tail = data[-_LONGEST:]  # a word cut by the block's end
         return False
 
     def raw_refused(self, source: Source, data: bytes) -> bool:

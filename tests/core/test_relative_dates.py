@@ -276,3 +276,15 @@ def test_a_raw_load_scans_without_importing_polars(monkeypatch: pytest.MonkeyPat
     assert rd.RelativeDates.may_hold(data + b"2,Today,x\n", import_polars=False)
     with pytest.raises(AssertionError, match="polars"):
         rd.RelativeDates.may_hold(data, import_polars=True)  # (a large file's scan: polars, as before)
+
+
+def test_a_scripts_scan_finds_a_word_across_its_blocks(tmp_path: Path) -> None:
+    from core.relative_dates import RelativeDates
+
+    path = tmp_path / "s.sql"
+    path.write_bytes(b"x" * 13 + b"YesterDay" + b"x" * 20)
+    assert all(RelativeDates.file_may_hold(path, block=b) for b in (4, 16, 17, 20, 1 << 20))
+    path.write_bytes(b"known" * 10)  # (a word inside another counts: the parse that follows is exact)
+    assert RelativeDates.file_may_hold(path, block=7)
+    path.write_bytes(b"no such word here " * 10)
+    assert not RelativeDates.file_may_hold(path, block=5)
