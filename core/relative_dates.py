@@ -160,9 +160,10 @@ class RelativeDates:
         tail = b""
         with open(path, "rb") as f:
             while data := f.read(block):
-                if _python_scan(tail + data):
+                seen = tail + data
+                if _python_scan(seen):
                     return True
-                tail = data[-_LONGEST:]  # a word cut by the block's end
+                tail = seen[-_LONGEST:]  # a word cut by the block's end
         return False
 
     def raw_refused(self, source: Source, data: bytes) -> bool:
