@@ -15,6 +15,7 @@ full of such words costs the raw path a parse of its chunks on the reader's thre
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,8 +35,8 @@ WORDS = ("now", "today", "tomorrow", "yesterday")
 # ('today 10:00', 'Tomorrow', 'now()' all load as a moment relative to the load).
 PATTERN = r"(?i)(?-u:\b)(?:now|today|tomorrow|yesterday)(?-u:\b)"
 _LITERALS = r"(?i)now|today|tomorrow|yesterday"
-SMALL_BYTES = 1 << 20  # raw bytes up to this size are scanned without polars...
-LOADED_SMALL_BYTES = 64 << 10  # ...or up to this size once polars is loaded (polars_loaded())
+SMALL_BYTES = 1 << 20  # Python's scan lowers this much at a time
+LOADED_SMALL_BYTES = 64 << 10  # once polars is loaded (polars_loaded()), larger pieces go to it
 PIECE_BYTES = 2 << 20  # larger ones go to polars this much at a time
 # A raw load imports polars for the scan only for a file this large: the import costs some 0.25
 # CPU-s (and 50 MB) beside a server that needs the core, Python's scan 2.5 ms a MB more than
@@ -135,11 +136,14 @@ class RelativeDates:
         """Whether UTF-8 bytes hold one of the words, even inside another ('known'): a literal
         scan, which polars' regex engine runs at memory speed (a word boundary would slow it
         several times on text full of near misses; the parse in raw_refused is exact). Small
-        pieces, and any size when polars is not loaded and `import_polars` is False, are looked
-        at in Python. Once polars is loaded anyway (copy-binary), only tiny pieces are: Python's
-        lower() and four searches take 3 ms a MB, polars 0.5, and polars lets go of the GIL."""
-        if len(data) <= (LOADED_SMALL_BYTES if _polars_ready else SMALL_BYTES) or not (
-                _polars_ready or import_polars):
+        pieces, and any size until polars is loaded, are looked at in Python; `import_polars`
+        starts its import on a thread of its own. Once polars is loaded, only tiny pieces are:
+        Python's lower() and four searches take 3 ms a MB, polars 0.5, and polars lets go of the GIL."""
+        if not _polars_ready and import_polars:
+            # Waiting for the import (0.25 s) held back the first chunk of a 167 MB file while
+            # the server sat idle; Python scans until polars is whole.
+            _import_in_background()
+        if len(data) <= LOADED_SMALL_BYTES or not _polars_ready:
             return _python_scan(data)
         # A few MB at a time, cut at line ends (a word never spans one): polars' copies of a
         # whole 8-16 MB slice, per stream, kept some 90 MB more resident at the peak.
@@ -193,6 +197,24 @@ def _python_scan(data: bytes | memoryview) -> bool:
 
 _WORD_BYTES = tuple(w.encode() for w in WORDS)
 _LONGEST = max(map(len, WORDS))
+
+
+def _import_in_background() -> None:
+    """Import polars on a thread of its own (once), then say polars_loaded()."""
+    global _importing
+    with _importing_lock:
+        if _importing is None:
+            _importing = threading.Thread(target=_load_polars, name="sluice-polars-import")
+            _importing.start()
+
+
+def _load_polars() -> None:
+    _ = pl.Series  # the first name asked for loads the CLI's deferred module (app.lazy_imports)
+    polars_loaded()
+
+
+_importing: threading.Thread | None = None
+_importing_lock = threading.Lock()
 
 
 def polars_loaded() -> None:

@@ -274,8 +274,26 @@ def test_a_raw_load_scans_without_importing_polars(monkeypatch: pytest.MonkeyPat
     cut = rd.SMALL_BYTES - 3  # "tomorrow" across the first piece's end
     assert rd.RelativeDates.may_hold(data[:cut] + b"tomorrow" + data[cut:], import_polars=False)
     assert rd.RelativeDates.may_hold(data + b"2,Today,x\n", import_polars=False)
+    asked: list[bool] = []
+    monkeypatch.setattr(rd, "_import_in_background", lambda: asked.append(True))
+    # A large file's scan does not wait for polars: Python's scan answers while it is imported.
+    assert not rd.RelativeDates.may_hold(data, import_polars=True) and asked == [True]
+    monkeypatch.setattr(rd, "_polars_ready", True)
     with pytest.raises(AssertionError, match="polars"):
-        rd.RelativeDates.may_hold(data, import_polars=True)  # (a large file's scan: polars, as before)
+        rd.RelativeDates.may_hold(data, import_polars=True)  # (once it is whole, polars scans)
+
+
+def test_the_background_import_says_when_polars_is_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core import relative_dates as rd
+
+    monkeypatch.setattr(rd, "_polars_ready", False)
+    monkeypatch.setattr(rd, "_importing", None)
+    rd._import_in_background()
+    rd._import_in_background()  # (once)
+    thread = rd._importing
+    assert thread is not None
+    thread.join(10)
+    assert rd._polars_ready and rd._importing is thread
 
 
 def test_a_scripts_scan_finds_a_word_across_its_blocks(tmp_path: Path) -> None:
