@@ -57,6 +57,9 @@ class RawChunk:
     records: int = -1  # how many records `data` holds, when counted already (-1: not counted)
     lines: int = -1  # how many newlines it holds, counted with the records (-1: not counted)
     refused: bool = False  # holds a value the client refuses (core.relative_dates): the parser sets its row aside
+    # Looked at whole for a quoted field that swallowed records, and none did (CsvSource.raw_chunks
+    # refuses such a chunk): its parse need not look again.
+    unswallowed: bool = False
 
 
 @dataclass(frozen=True)

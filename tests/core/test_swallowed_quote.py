@@ -16,6 +16,7 @@ from psycopg import sql
 
 from core.errors import BadRecordError
 from core.load.job import LoadJob
+from core.sources.csv import swallowed
 from core.sources.csv.swallowed import _multiline_quoted, swallowing
 from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
 
@@ -130,3 +131,39 @@ def test_the_scan_is_linear() -> None:
 
     small, large = min(timed(20_000) for _ in range(3)), min(timed(200_000) for _ in range(3))
     assert large < small * 30  # 10x the input: ~10x the time, far from 100x
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_warm_units_are_looked_at_once_and_still_refused(seed: int, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm start's units (parsed later, on the encoder) were looked at for swallowing records
+    as the reader cut them: parse_later does not look again, and a swallowing record is still
+    refused, at the line where its quote opened."""
+    from core.errors import SourceError
+    from core.sources.base import ParseLater
+    from core.sources.factory import open_source
+
+    rng = random.Random(seed)
+    width = rng.choice([3, 5, 9])
+    path = tmp_path / "data.csv"
+    opened = _swallowing_file(path, rng, width, ",")[1]
+    looked: list[int] = []
+    real = swallowed.set_apart
+    monkeypatch.setattr(swallowed, "set_apart",
+                        lambda *a, **k: looked.append(1) or real(*a, **k))
+
+    def units(source_path: Path) -> list[int]:
+        source = open_source(SourceOptions(str(source_path)))
+        heights = []
+        for item in source.raw_or_parsed(lambda: True, 100, unit_bytes=2 << 10, raw_bytes=1 << 10):
+            assert isinstance(item, ParseLater)
+            heights += [b.frame.height for b in source.parse_later(item, 100)]
+        return heights
+
+    with pytest.raises(SourceError) as err:
+        units(path)
+    assert err.value.line == opened
+    good = tmp_path / "good.csv"
+    good.write_text("a,b,c\n" + "".join(f'{i},"two\nlines, {i}",x\n' for i in range(500)))
+    looked.clear()
+    assert sum(units(good)) == 500 and looked == []

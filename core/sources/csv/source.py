@@ -201,7 +201,7 @@ class CsvSource(CsvRecordParsing, Source):
                 if found is not None:
                     raise SourceError(found[1], path=str(self.path), line=found[0])
             consumed += len(chunk.data)
-            yield dataclasses.replace(chunk, records=records, lines=lines)
+            yield dataclasses.replace(chunk, records=records, lines=lines, unswallowed=not chunk.odd)
 
     def _raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False,
                     refusals: bool = True) -> Iterator[RawChunk]:
@@ -315,7 +315,9 @@ class CsvSource(CsvRecordParsing, Source):
             frame, bad = self.parse_records(
                 chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd
             )
-            if not chunk.odd:  # a quote that never closes, until one that swallowed records closes it
+            # A quote that never closes, until one that swallowed records closes it (a unit of the
+            # warm start was looked at as it was read: a second look cost its encoder a sixth).
+            if not chunk.odd and not chunk.unswallowed:
                 frame, bad = swallowed.set_apart(chunk.data, frame, bad, row, line,
                                                      self.dialect.delimiter.encode(), self.dialect.quote.encode())
             yield frame, chunk.bytes_read, bad
@@ -465,7 +467,8 @@ def _joined(group: list[RawChunk]) -> RawChunk:
         return group[0]
     counted = all(c.lines >= 0 for c in group)
     return RawChunk(b"".join(c.data for c in group), group[-1].bytes_read, any(c.odd for c in group),
-                    sum(c.records for c in group) if counted else -1, sum(c.lines for c in group) if counted else -1)
+                    sum(c.records for c in group) if counted else -1, sum(c.lines for c in group) if counted else -1,
+                    unswallowed=all(c.unswallowed for c in group))
 
 
 def _unique_names(names: list[str]) -> list[str]:
