@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 
+from core.sources.csv import records as records_module
 from core.sources.csv import swallowed
 from core.sources.csv.records import records_and_lines
 
@@ -46,16 +47,21 @@ def _records(rng: random.Random, delimiter: bytes, columns: int, n: int) -> byte
     return b"\n".join(out) + (b"\n" if rng.random() < 0.9 else b"")
 
 
+@pytest.mark.parametrize("lent", [True, False])
 @pytest.mark.parametrize("delimiter", [b",", b"\t", b";"])
 @pytest.mark.parametrize("columns", [2, 3, 6])
 def test_counted_agrees_with_the_bytes_methods(monkeypatch: pytest.MonkeyPatch, delimiter: bytes,
-                                               columns: int) -> None:
+                                               columns: int, lent: bool) -> None:
+    """Through numpy, or (before a stage lends it) with bytes methods first, numpy only for a
+    chunk where some record spans lines."""
     monkeypatch.setattr(swallowed, "_NUMPY_BYTES", 1)  # every size through numpy
     rng = random.Random(columns * 31 + delimiter[0])
     suspects = 0
     for _ in range(400):
         data = _records(rng, delimiter, columns, rng.randint(1, 60))
+        monkeypatch.setattr(records_module, "_numpy", np if lent else None)
         records, lines, likely = swallowed.counted(data, delimiter, b'"', columns)
+        assert records_module.numpy_lent() == (lent or lines > records)
         assert (records, lines) == records_and_lines(data, b'"'), data
         reference = _likely_reference(data, delimiter, b'"', columns)
         assert likely == (lines > records and reference), data

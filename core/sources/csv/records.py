@@ -29,6 +29,10 @@ def lend_numpy() -> None:
     _numpy = numpy
 
 
+def numpy_lent() -> bool:
+    return _numpy is not None
+
+
 def _loaded_numpy(data: bytes | memoryview) -> Any:
     return _numpy if len(data) >= _NUMPY_BYTES else None
 
