@@ -39,6 +39,10 @@ CHUNK_BYTES = 4 << 20
 # While copy-binary's encoder loads, the file's own records go to COPY in small chunks, so
 # that little is promised to the slower CSV path once the encoder is ready (core.load.warm_start).
 WARM_CHUNK_BYTES = 1 << 20
+# The first chunk is this small, and each next one twice the last up to the chunk size: the
+# server waited 60 ms for a first 8 MB chunk to be read, counted and scanned (copy-csv, 35 MB),
+# and it parses a MB more slowly than the reader looks at one.
+FIRST_CHUNK_BYTES = 256 << 10
 MAX_RECORD_BYTES = 64 << 20  # one record longer than this means a quote that never closes
 
 
@@ -146,8 +150,10 @@ class CsvSource(CsvRecordParsing, Source):
 
     # -- bytes --------------------------------------------------------------------------
 
-    def _utf8_blocks(self, block: int) -> Iterator[bytes]:
-        """The file as UTF-8 bytes, BOM removed, transcoded when it is in another encoding."""
+    def _utf8_blocks(self, block: int, first: int | None = None) -> Iterator[bytes]:
+        """The file as UTF-8 bytes, BOM removed, transcoded when it is in another encoding; read
+        `first` bytes first, then twice as many each time, up to `block`."""
+        size = min(first or block, block)
         enc = self.dialect.encoding.lower().replace("_", "-")
         passthrough = enc in ("utf-8", "utf8", "utf-8-sig")
         decoder = None if passthrough else codecs.getincrementaldecoder(self.dialect.encoding)("strict")
@@ -157,7 +163,8 @@ class CsvSource(CsvRecordParsing, Source):
                 # UTF-16/32 decoders read the byte order from the BOM themselves.
                 f.seek(0 if enc in ("utf-16", "utf16", "utf-32", "utf32") else self.dialect.bom_bytes)
                 while True:
-                    raw = f.read(block)
+                    raw = f.read(size)
+                    size = min(block, size * 2)
                     if not raw:
                         if decoder is not None:
                             tail = decoder.decode(b"", final=True)
@@ -213,11 +220,14 @@ class CsvSource(CsvRecordParsing, Source):
         consumed = 0  # data bytes handed out, counted in the UTF-8 stream
         scanned = 0  # buf[:scanned] is known to hold no record end
         skip = self._header_end
-        for data in self._utf8_blocks(chunk_bytes):
+        first = min(chunk_bytes, FIRST_CHUNK_BYTES)
+        want = first // 2  # a chunk's size: it grows as the blocks do
+        for data in self._utf8_blocks(chunk_bytes, first=first + skip):
+            want = min(chunk_bytes, want * 2)
             if skip:
                 take = min(skip, len(data))
                 data, skip = data[take:], skip - take
-            if buf and not scanned and len(buf) < chunk_bytes <= len(buf) + len(data):
+            if buf and not scanned and len(buf) < want <= len(buf) + len(data):
                 # The usual step: the rest of the last chunk (a record's start) and a whole
                 # block. The cut is found in the block, the rest's quotes counted in, and the
                 # chunk is joined with one copy (concatenating, then slicing, took two).
@@ -232,7 +242,7 @@ class CsvSource(CsvRecordParsing, Source):
                     data = data[cut:]  # a bare quote: cut field by field below
                     buf = chunk
             buf = buf + data if buf else data
-            if len(buf) < chunk_bytes:
+            if len(buf) < want:
                 continue
             odd = has_bare_quote(buf, d, q)
             cut = field_cut(buf, d, q) if odd else record_cut(buf, q, scanned)
