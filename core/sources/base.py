@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -60,6 +60,7 @@ class RawChunk:
     # Looked at whole for a quoted field that swallowed records, and none did (CsvSource.raw_chunks
     # refuses such a chunk): its parse need not look again.
     unswallowed: bool = False
+    ends: Any = field(default=None, compare=False, repr=False)  # numpy: each record's newline, when counted so
 
 
 @dataclass(frozen=True)

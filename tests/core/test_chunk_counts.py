@@ -13,7 +13,7 @@ import pytest
 
 from core.sources.csv import records as records_module
 from core.sources.csv import swallowed
-from core.sources.csv.records import records_and_lines
+from core.sources.csv.records import records_and_lines, split_records
 
 
 def _likely_reference(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> bool:
@@ -57,23 +57,26 @@ def test_counted_agrees_with_the_bytes_methods(monkeypatch: pytest.MonkeyPatch, 
     chunk where some record spans lines."""
     monkeypatch.setattr(swallowed, "_NUMPY_BYTES", 1)  # every size through numpy
     rng = random.Random(columns * 31 + delimiter[0])
-    suspects = 0
+    suspects = checked = 0
     for _ in range(400):
         data = _records(rng, delimiter, columns, rng.randint(1, 60))
         monkeypatch.setattr(records_module, "_numpy", np if lent else None)
-        records, lines, likely = swallowed.counted(data, delimiter, b'"', columns)
+        records, lines, likely, ends = swallowed.counted(data, delimiter, b'"', columns)
         assert records_module.numpy_lent() == (lent or lines > records)
+        if ends is not None:  # each record's newline, for the parser's look at short records
+            assert ends.tolist() == [end for _l, _s, end, _c in split_records(data, b'"', 1)], data
+            checked += 1
         assert (records, lines) == records_and_lines(data, b'"'), data
         reference = _likely_reference(data, delimiter, b'"', columns)
         assert likely == (lines > records and reference), data
         suspects += likely
-    assert suspects > 0  # the random records did hold lines shaped like records
+    assert suspects > 0 and checked > 0  # the random records did hold lines shaped like records
 
 
 def test_small_chunks_skip_numpy_and_find_the_same() -> None:
     """Below numpy's threshold the records are read one by one: a swallowing field is still seen."""
     data = b'1,"open\n2,b\n3,c\n4,d\n5,e\n6,f"\n7,g\n'
-    records, lines, likely = swallowed.counted(data, b",", b'"', 2)
+    records, lines, likely, _ends = swallowed.counted(data, b",", b'"', 2)
     assert (records, lines) == records_and_lines(data, b'"') == (2, 7)
     assert likely
 
@@ -92,3 +95,37 @@ def test_the_first_raw_chunks_are_small_then_grow(tmp_path: Any) -> None:
     sizes = [len(c.data) for c in chunks]
     assert sizes[0] <= FIRST_CHUNK_BYTES < sizes[1] < sizes[2] and max(sizes) < (4 << 20) + 100  # (a chunk ends at a record end)
     assert b"".join(c.data for c in chunks) == body and sum(c.records for c in chunks) == 400_000
+
+
+@pytest.mark.parametrize("short", ['{i},"two\nlines, {i}"', "{i},", ""])
+def test_a_short_record_among_empty_last_fields_is_named(tmp_path: Any, short: str) -> None:
+    """Rows whose last field is empty are the only ones a missing field could hide in: where the
+    reader found each record's end, only they are counted, and a short one is still named."""
+    from core.errors import SourceError
+    from core.sources.base import ParseLater
+    from core.sources.factory import open_source
+    from core.spec import SourceOptions
+
+    lines = [f'{i},"two\nlines, {i}",{"" if i % 40 == 0 else "x"}' for i in range(6000)]
+    bad_at = 4321
+    if short:
+        lines[bad_at] = short.format(i=bad_at)
+    path = tmp_path / "data.csv"
+    path.write_text("a,b,c\n" + "\n".join(lines) + "\n")
+    source = open_source(SourceOptions(str(path)))
+    records_module.lend_numpy()  # (as copy-binary's warm-up does): the reader keeps each record's end
+    rows = 0
+
+    def parse_all() -> None:
+        nonlocal rows
+        for item in source.raw_or_parsed(lambda: True, 500, unit_bytes=32 << 10, raw_bytes=16 << 10):
+            assert isinstance(item, ParseLater) and item.chunk.ends is not None
+            rows += sum(b.frame.height for b in source.parse_later(item, 500))
+
+    if not short:
+        parse_all()
+        assert rows == 6000
+        return
+    with pytest.raises(SourceError) as err:
+        parse_all()
+    assert err.value.line == 2 + 2 * bad_at  # (each record before it spans two lines)

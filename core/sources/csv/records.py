@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, AnyStr
 
 # Above this size, counts and the bare-quote check run in numpy once a path that loads it
 # anyway (copy-binary) has lent it: numpy's loops let go of the GIL, which the parsing,
@@ -109,7 +109,7 @@ def unclosed_reason(record: bytes, line: int, quote: bytes) -> str:
     return f"quoted field opened at line {opened} never closes (the rest of the file is this one record)"
 
 
-def count_fields(record: str, delimiter: str, quote: str) -> int:
+def count_fields(record: AnyStr, delimiter: AnyStr, quote: AnyStr) -> int:
     """Fields in one record, quotes toggling wherever they stand (PostgreSQL's CSV rule)."""
     if not quote or quote not in record:
         return record.count(delimiter) + 1

@@ -201,14 +201,14 @@ class CsvSource(CsvRecordParsing, Source):
             if nul >= 0:  # COPY would refuse it as an encoding error; the parser names its record
                 raise SourceError("contains a NUL byte", path=str(self.path),
                                   line=self._line_at(self._header_end + consumed + nul))
-            records, lines, suspect = swallowed.counted(chunk.data, d, q, len(self._columns))
+            records, lines, suspect, ends = swallowed.counted(chunk.data, d, q, len(self._columns))
             if suspect and not chunk.odd:
                 found = swallowed.first_found(chunk.data, d, q, len(self._columns),
                                             self._line_at(self._header_end + consumed))
                 if found is not None:
                     raise SourceError(found[1], path=str(self.path), line=found[0])
             consumed += len(chunk.data)
-            yield dataclasses.replace(chunk, records=records, lines=lines, unswallowed=not chunk.odd)
+            yield dataclasses.replace(chunk, records=records, lines=lines, unswallowed=not chunk.odd, ends=ends)
 
     def _raw_chunks(self, chunk_bytes: int | None = None, *, tolerant: bool = False,
                     refusals: bool = True) -> Iterator[RawChunk]:
@@ -323,7 +323,7 @@ class CsvSource(CsvRecordParsing, Source):
         and `offset` say where the first chunk starts."""
         for chunk in chunks:
             frame, bad = self.parse_records(
-                chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd
+                chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd, ends=chunk.ends
             )
             # A quote that never closes, until one that swallowed records closes it (a unit of the
             # warm start was looked at as it was read: a second look cost its encoder a sixth).
@@ -474,9 +474,15 @@ def _joined(group: list[RawChunk]) -> RawChunk:
     if len(group) == 1:
         return group[0]
     counted = all(c.lines >= 0 for c in group)
+    ends = None
+    if all(c.ends is not None for c in group):
+        import numpy as np  # (numpy counted them)
+
+        at = np.cumsum([0] + [len(c.data) for c in group[:-1]])
+        ends = np.concatenate([c.ends + a for c, a in zip(group, at.tolist(), strict=True)])
     return RawChunk(b"".join(c.data for c in group), group[-1].bytes_read, any(c.odd for c in group),
                     sum(c.records for c in group) if counted else -1, sum(c.lines for c in group) if counted else -1,
-                    unswallowed=all(c.unswallowed for c in group))
+                    unswallowed=all(c.unswallowed for c in group), ends=ends)
 
 
 def _unique_names(names: list[str]) -> list[str]:

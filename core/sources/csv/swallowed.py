@@ -22,6 +22,7 @@ is read record by record.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -91,36 +92,46 @@ def likely(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> bool:
     return counted(data, delimiter, quote, columns)[2]
 
 
-def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> tuple[int, int, bool]:
-    """(records, lines, likely()) of `data` (whole records), the records and lines as
+class Counted(NamedTuple):
+    records: int
+    lines: int
+    likely: bool  # see likely()
+    # Where each record's newline stands in the data, when numpy counted them (else None): the
+    # parser then looks at the records a missing field could explain alone (CsvRecordParsing).
+    ends: Any = None
+
+
+def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> Counted:
+    """(records, lines, likely(), record ends) of `data` (whole records), the records and lines as
     records_and_lines() counts them, in one pass: the quotes before each line end say both
     whether it ends a record (an even count) and whether the line after it lies inside a
     quoted field; only such lines with no quote of their own have their delimiters counted.
     A small chunk is counted with bytes methods, and looked at with numpy only when some
     record spans lines."""
     if not quote or quote not in data or len(delimiter) != 1 or len(quote) != 1:
-        records, lines = records_and_lines(data, quote)
-        return records, lines, False
+        return Counted(*records_and_lines(data, quote), False)
     if len(data) < _NUMPY_BYTES or not numpy_lent():
         # (Until numpy is lent, bytes methods count: importing it here held the first chunk of a
         # file with quotes back 50 ms, the server waiting; most files need it for no chunk.)
         records, lines = records_and_lines(data, quote)
         if lines <= records or columns < 2:
-            return records, lines, False
+            return Counted(records, lines, False)
     import numpy as np
 
     lend_numpy()  # imported now anyway: the bare-quote test and the counts use it from here on
     ends = where_byte(np, data, 10)
     before = np.searchsorted(quote_positions(np, data, quote[0]), ends)  # quotes before each line end
+    closing = (before & 1) == 0
     last = 1 if not data.endswith(b"\n") else 0  # the file's last record, with no newline
-    records = int(np.count_nonzero((before & 1) == 0)) + last
+    records = int(np.count_nonzero(closing)) + last
+    record_ends = None if last else ends[closing]
     if columns < 2 or len(ends) <= records:
-        return records, len(ends), False
+        return Counted(records, len(ends), False, record_ends)
     # Line k + 1 lies inside a quoted field, with no quote of its own.
     inside = np.flatnonzero(((before[:-1] & 1) == 1) & (before[1:] == before[:-1]))
     need = _needed(columns)
     if len(inside) < need:
-        return records, len(ends), False
+        return Counted(records, len(ends), False, record_ends)
     starts, stops = ends[inside] + 1, ends[inside + 1]
     if len(inside) <= 512:
         shaped = sum(1 for s, e in zip(starts.tolist(), stops.tolist(), strict=True)
@@ -128,7 +139,7 @@ def counted(data: bytes, delimiter: bytes, quote: bytes, columns: int) -> tuple[
     else:
         at = where_byte(np, data, delimiter[0])
         shaped = int(np.count_nonzero(np.searchsorted(at, stops) - np.searchsorted(at, starts) == columns - 1))
-    return records, len(ends), shaped >= need
+    return Counted(records, len(ends), shaped >= need, record_ends)
 
 
 def first_found(data: bytes, delimiter: bytes, quote: bytes, columns: int, first_line: int
