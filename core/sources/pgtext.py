@@ -24,6 +24,7 @@ from core.spec import SourceOptions
 
 CHUNK_BYTES = 4 << 20
 WARM_CHUNK_BYTES = 1 << 20  # as CSV's warm start reads (core.sources.csv.source)
+FIRST_CHUNK_BYTES = 256 << 10  # the first raw chunk, as CSV's (each next one twice the last)
 _END = b"\\."  # a line of its own: the end of the data (pg_dump's COPY blocks, old psql)
 
 
@@ -92,8 +93,10 @@ class PgTextSource(Source):
 
     # -- bytes --------------------------------------------------------------------------
 
-    def _utf8_blocks(self, d: CsvDialect, block: int) -> Iterator[bytes]:
-        """The file as UTF-8, BOM removed; it ends at a `\\.` line when there is one."""
+    def _utf8_blocks(self, d: CsvDialect, block: int, first: int | None = None) -> Iterator[bytes]:
+        """The file as UTF-8, BOM removed; it ends at a `\\.` line when there is one. Read
+        `first` bytes first, then twice as many each time, up to `block`."""
+        size = min(first or block, block)
         enc = d.encoding.lower().replace("_", "-")
         decoder = None if enc in ("utf-8", "utf8", "utf-8-sig") else codecs.getincrementaldecoder(d.encoding)("strict")
         tail = b""  # the last bytes of the block before: an end marker may straddle two blocks
@@ -102,7 +105,8 @@ class PgTextSource(Source):
                 f.seek(0 if enc in ("utf-16", "utf16", "utf-32", "utf32") else d.bom_bytes)
                 at_start = True
                 while True:
-                    raw = f.read(block)
+                    raw = f.read(size)
+                    size = min(block, size * 2)
                     data = raw if decoder is None else decoder.decode(raw, final=not raw).encode("utf-8")
                     if not raw and not data:
                         return
@@ -125,12 +129,15 @@ class PgTextSource(Source):
         buf = b""
         skip = self._header_end
         consumed = 0
-        for data in self._utf8_blocks(self.dialect, chunk_bytes):
+        first = min(chunk_bytes, FIRST_CHUNK_BYTES)  # (the server starts sooner)
+        want = first // 2  # a chunk's size: it grows as the blocks do
+        for data in self._utf8_blocks(self.dialect, chunk_bytes, first=first + skip):
+            want = min(chunk_bytes, want * 2)
             if skip:
                 take = min(skip, len(data))
                 data, skip = data[take:], skip - take
             buf = buf + data if buf else data
-            if len(buf) < chunk_bytes:
+            if len(buf) < want:
                 continue
             cut = _record_cut(buf)
             if cut <= 0:

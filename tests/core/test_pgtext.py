@@ -313,3 +313,15 @@ def test_auto_types_a_large_export_beside_its_raw_lines(dsn: str, conn: psycopg.
     _job, result = _load(dsn, path, dst)
     assert result.chosen is not None and result.chosen["strategy"] == "copy-binary"
     assert _copy_out(conn, dst) == path.read_bytes()
+
+
+def test_the_first_raw_chunks_are_small_then_grow(tmp_path: Path) -> None:
+    """As for CSV: the server gets its first records after a quarter MB, and an end marker
+    (`\\.`) still ends the data wherever the growing blocks fall."""
+    body = b"".join(b"%d\tsome\\ttext %d\t2024-01-0%d\n" % (i, i, i % 9 + 1) for i in range(300_000))
+    path = tmp_path / "export.txt"
+    path.write_bytes(body + b"\\.\nnot data\n")
+    chunks = list(open_source(SourceOptions(str(path))).raw_chunks(4 << 20))
+    sizes = [len(c.data) for c in chunks]
+    assert sizes[0] <= pgtext.FIRST_CHUNK_BYTES < sizes[1] < sizes[2] and max(sizes) < (4 << 20) + 100
+    assert b"".join(c.data for c in chunks) == body and sum(c.records for c in chunks) == 300_000
