@@ -326,7 +326,7 @@ class CsvSource(CsvRecordParsing, Source):
                 chunk.data, row, line, offset, final=chunk.bytes_read >= self.size, odd=chunk.odd, ends=chunk.ends
             )
             # A quote that never closes, until one that swallowed records closes it (a unit of the
-            # warm start was looked at as it was read: a second look cost its encoder a sixth).
+            # warm start was looked at as it was read: a second look cost its encoder a quarter).
             if not chunk.odd and not chunk.unswallowed:
                 frame, bad = swallowed.set_apart(chunk.data, frame, bad, row, line,
                                                      self.dialect.delimiter.encode(), self.dialect.quote.encode())
