@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from core.strategies import arrow_binary as ab
-from core.strategies.fixed_width_times import fixed_dates, fixed_timestamps
+from core.strategies.fixed_width_times import fixed_dates, fixed_timestamps, fixed_timestamptz
 
 
 def _polars_path(monkeypatch: pytest.MonkeyPatch, kind: str, s: pl.Series) -> pl.Series:
@@ -91,6 +91,22 @@ def test_a_column_of_several_widths_is_left_to_polars() -> None:
 def test_a_slice_of_a_larger_column_reads_its_own_rows() -> None:
     s = pl.Series([f"2024-01-0{i}" for i in range(1, 10)])
     assert fixed_dates(s.slice(3, 4)).to_list() == [dt.date(2024, 1, i) for i in range(4, 8)]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("start", [0, 1, 5, 11])
+def test_a_slice_with_nulls_reads_its_own_rows_and_nulls(start: int) -> None:
+    """The values and the nulls come from the Arrow buffers (offsets and validity bits): a slice
+    that starts inside a byte of the validity bitmap keeps each row's own."""
+    days = [f"2024-02-{i:02d}" if i % 3 else None for i in range(1, 29)]
+    stamps = [None if d is None else f"{d} 10:00:0{i % 10}.25" for i, d in enumerate(days)]
+    zoned = [None if t is None else f"{t}+05:30" for t in stamps]
+    end = start + 15
+    expect_days = [None if d is None else dt.date.fromisoformat(d) for d in days[start:end]]
+    assert fixed_dates(pl.Series(days).slice(start, 15)).to_list() == expect_days  # type: ignore[union-attr]
+    expect = [None if t is None else dt.datetime.fromisoformat(t) for t in stamps[start:end]]
+    assert fixed_timestamps(pl.Series(stamps).slice(start, 15)).to_list() == expect  # type: ignore[union-attr]
+    utc = [None if t is None else t - dt.timedelta(hours=5, minutes=30) for t in expect]
+    assert fixed_timestamptz(pl.Series(zoned).slice(start, 15)).to_list() == utc  # type: ignore[union-attr]
 
 
 def _tz_value(rng: random.Random, width: int) -> str:
