@@ -23,8 +23,11 @@ from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
 STRATEGIES = ["auto", "copy-csv", "copy-binary", "executemany", "parallel-copy"]
 
 
-def _swallowing_file(path: Path, rng: random.Random, width: int, delimiter: str) -> tuple[int, int, int]:
-    """A header and good records, one of which opens a quote closed only `k` records later.
+def _swallowing_file(path: Path, rng: random.Random, width: int, delimiter: str,
+                     close_inside: bool = False) -> tuple[int, int, int]:
+    """A header and good records, one of which opens a quote closed only `k` records later, by a
+    stray quote at a field's end (or, `close_inside`, inside a field: a bare quote, which sends the
+    file through the careful field-by-field reader instead of COPY).
     Returns (rows in the file as COPY would count them, open line, close line)."""
     rows = rng.randint(300, 1200)
     k = rng.randint({2: 4, 3: 2, 4: 2}.get(width, 1), 120)
@@ -37,7 +40,8 @@ def _swallowing_file(path: Path, rng: random.Random, width: int, delimiter: str)
         if line == open_line:
             fields[at] = '"oops' + fields[at]  # the rest of this line goes into the quoted value
         elif line == close_line:
-            fields = ['tail"'] + fields[at + 1:]  # a stray quote far below closes it; the fields add up
+            # a stray quote far below closes it; the fields add up
+            fields = ['ta"il' if close_inside else 'tail"'] + fields[at + 1:]
         out.append(delimiter.join(fields))
     path.write_text("\n".join(out) + "\n")
     return rows - k - 1, open_line, close_line
@@ -85,6 +89,34 @@ def test_skip_sets_the_swallowing_record_aside(seed: int, dsn: str, conn: psycop
     got = conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE col{} LIKE '%oops%'").format(
         sql.Identifier(table), sql.SQL(str(width - 1)))).fetchone()
     assert got == (0,)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_stray_quote_inside_a_field_that_closes_it_is_named_too(
+    strategy: str, dsn: str, table_for: Callable[[int], str], tmp_path: Path,
+) -> None:
+    """The closing quote stands inside a field (`ta"il`): COPY would read the file differently, so
+    the careful reader reads it, and it too must not let the quote swallow the records."""
+    rng = random.Random(len(strategy))
+    width = rng.choice([3, 5, 7])
+    _rows, opened, closed = _swallowing_file(tmp_path / "data.csv", rng, width, ",", close_inside=True)
+    spec = LoadSpec(SourceOptions(str(tmp_path / "data.csv")), TargetSpec(table_for(width)), strategy=strategy,
+                    dsn=dsn)
+    with pytest.raises(BadRecordError) as err:
+        LoadJob(spec).run()
+    assert err.value.line == opened
+    assert f"opens at line {opened} and closes only at line {closed}" in str(err.value)
+
+
+def test_skip_sets_aside_a_record_swallowed_up_to_a_stray_quote_inside_a_field(
+    dsn: str, table_for: Callable[[int], str], tmp_path: Path,
+) -> None:
+    records, opened, _closed = _swallowing_file(tmp_path / "data.csv", random.Random(7), 4, ";", close_inside=True)
+    spec = LoadSpec(SourceOptions(str(tmp_path / "data.csv")), TargetSpec(table_for(4)), dsn=dsn,
+                    on_error=ErrorPolicy.SKIP, reject_file=str(tmp_path / "rejects.csv"))
+    result = LoadJob(spec).run()
+    assert (result.rows_loaded, result.rows_rejected) == (records - 1, 1)
+    assert f"opens at line {opened}" in (tmp_path / "rejects.csv").read_text()
 
 
 def _prose(rng: random.Random) -> str:

@@ -25,6 +25,7 @@ from core.sources.csv.records import (
     split_records,
     unclosed_reason,
 )
+from core.sources.csv.swallowed import swallowing
 from core.sources.sniff import CsvDialect
 
 _QUOTED_NULL = b"\x01sluice:quoted-null-marker\x01"  # stands in for a quoted null marker while parsing
@@ -149,6 +150,10 @@ class CsvRecordParsing:
             if reason is None and len(fields) != n:
                 reason = (f"is a blank line, expected {n} fields" if not raw.strip(b"\r") and n > 1
                           else f"has {len(fields)} field{'s' if len(fields) != 1 else ''}, expected {n}")
+            if reason is None and b"\n" in raw:
+                # A quote that never closes, until a stray one inside a later field closes it (a bare
+                # quote, so this reader, not COPY's, reads the chunk): the records it swallowed.
+                reason = swallowing(raw, d.delimiter.encode(), d.quote.encode(), n, line)
             values: list[str | None] = []
             if reason is None:
                 for (value, quoted), name in zip(fields, self._columns):
