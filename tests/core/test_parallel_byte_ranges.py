@@ -75,6 +75,28 @@ def test_record_cuts_fall_between_records_only(tmp_path: Path) -> None:
         _cuts(path, start, 1000)
 
 
+def test_a_look_sees_each_chunk_once_and_its_count_rides_on_the_cut(tmp_path: Path) -> None:
+    """The cutter hands each chunk's bytes to `look` (the per-batch streams' refusals and counts):
+    the chunks, in order, are the file's data exactly, and each cut carries what look returned."""
+    path = _quoted_newlines(tmp_path / "q.csv", 2_000)
+    data = path.read_bytes()
+    start = data.index(b"\n") + 1
+    seen: list[bytes] = []
+
+    def look(chunk: bytes) -> int:
+        seen.append(chunk)
+        return count_records(chunk, b'"')
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        cuts = list(record_cuts(fd, start, len(data), b'"', 1000, delimiter=b",", look=look))
+    finally:
+        os.close(fd)
+    assert b"".join(seen) == data[start:] and len(seen) == len(cuts) - 1 > 50
+    assert [c.records for c in cuts[1:]] == [count_records(data[a:b], b'"') for a, b in zip(cuts, cuts[1:])]
+    assert sum(c.records for c in cuts[1:]) == 2_000
+
+
 def test_cuts_taper_towards_the_end_and_leave_no_crumb(tmp_path: Path) -> None:
     path = _quoted_newlines(tmp_path / "q.csv", 4_000)
     data = path.read_bytes()

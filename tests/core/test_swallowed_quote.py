@@ -18,7 +18,7 @@ from core.errors import BadRecordError
 from core.load.job import LoadJob
 from core.sources.csv import swallowed
 from core.sources.csv.swallowed import _multiline_quoted, swallowing
-from core.spec import ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
+from core.spec import CommitMode, ErrorPolicy, LoadSpec, SourceOptions, TargetSpec
 
 STRATEGIES = ["auto", "copy-csv", "copy-binary", "executemany", "parallel-copy"]
 
@@ -106,6 +106,28 @@ def test_a_stray_quote_inside_a_field_that_closes_it_is_named_too(
         LoadJob(spec).run()
     assert err.value.line == opened
     assert f"opens at line {opened} and closes only at line {closed}" in str(err.value)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_per_batch_byte_ranges_refuse_a_swallowing_chunk(
+    seed: int, dsn: str, conn: psycopg.Connection[Any], table_for: Callable[[int], str], tmp_path: Path,
+) -> None:
+    """parallel-copy per batch sends the file's byte ranges, cut and counted by one reader: a range
+    whose quote swallowed records goes through the parser, which names the line (the streams'
+    own counts agreed with the server's, and the load reported success)."""
+    rng = random.Random(seed)
+    width = rng.choice([3, 5])
+    _rows, opened, closed = _swallowing_file(tmp_path / "data.csv", rng, width, ",")
+    table = table_for(width)
+    spec = LoadSpec(SourceOptions(str(tmp_path / "data.csv")), TargetSpec(table), strategy="parallel-copy",
+                    commit=CommitMode.PER_BATCH, dsn=dsn)
+    with pytest.raises(BadRecordError) as err:
+        LoadJob(spec).run()
+    assert err.value.line == opened
+    assert f"opens at line {opened} and closes only at line {closed}" in str(err.value)
+    got = conn.execute(sql.SQL("SELECT count(*) FROM {} AS t WHERE t::text LIKE '%oops%'").format(
+        sql.Identifier(table))).fetchone()
+    assert got == (0,)  # the chunks committed before it hold no swallowed value
 
 
 def test_skip_sets_aside_a_record_swallowed_up_to_a_stray_quote_inside_a_field(

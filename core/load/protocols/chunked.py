@@ -48,7 +48,7 @@ from core.events import Phase
 from core.load.rejects import bad_record_fields, isolate, reject_fields
 from core.load.stages import Prefetch
 from core.sources.base import Source
-from core.sources.csv.byte_ranges import Piece, Ranges, read_records
+from core.sources.csv.byte_ranges import Piece, Ranges, read_bytes, read_records
 from core.sources.csv.records import count_records
 from core.strategies.base import WriteContext
 
@@ -218,13 +218,18 @@ class _Stream(threading.Thread):
             assert plan.raw_copy is not None
             if self._fd < 0:
                 self._fd = os.open(plan.path, os.O_RDONLY)
-            sent = 0
+            sent = max(0, piece.records)  # counted by the reader that cut the range, as it read it
             with conn.cursor() as cur:
                 with cur.copy(plan.raw_copy) as cp:
-                    for part in read_records(self._fd, piece.lo, piece.hi, quote=plan.quote):
-                        sent += count_records(bytes(part), plan.quote)
-                        cp.write(part)
-                        self.owner.bytes_sent += len(part)  # for progress only: streams may race on it
+                    if piece.records >= 0:
+                        for block in read_bytes(self._fd, piece.lo, piece.hi):
+                            cp.write(block)
+                            self.owner.bytes_sent += len(block)  # for progress only: streams may race on it
+                    else:  # part of an earlier run's chunk: counted here, slice by slice
+                        for part in read_records(self._fd, piece.lo, piece.hi, quote=plan.quote):
+                            sent += count_records(bytes(part), plan.quote)
+                            cp.write(part)
+                            self.owner.bytes_sent += len(part)
                 if cur.rowcount != sent:
                     # Before the chunk's commit: a range the server did not wholly get is never booked as done.
                     raise LoadFailed(f"a stream sent {sent:,} rows of bytes {piece.lo:,}-{piece.hi:,} but the server "

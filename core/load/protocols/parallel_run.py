@@ -21,8 +21,7 @@ from core.load.protocols.chunked import ChunkFailed, ChunkStreams, StreamPlan, f
 from core.load.protocols.per_batch import open_book, per_batch_error
 from core.load.rejects import RejectWriter
 from core.sources.abilities import RawCsvChunks, RawCsvSource, copy_reads_as_is
-from core.sources.base import Source
-from core.sources.csv.byte_ranges import Ranges, byte_pieces, raw_pieces, read_records
+from core.sources.csv.byte_ranges import Ranges, byte_pieces, raw_pieces
 from core.sources.csv.records import EndsInQuote, first_record_end, lend_numpy, record_cuts
 from core.sources.many import load_fingerprint
 from core.spec import ErrorPolicy, LoadMode
@@ -225,33 +224,35 @@ def byte_cuts(source: RawCsvChunks, span: tuple[int, int], workers: int, info: T
     first = tuple(min(every, size) for size in ((FIRST_ALONE_BYTES,) if first_alone else ()) + (RAMP_BYTES,) * ramp)
     fd = os.open(str(source.path), os.O_RDONLY)
     try:  # bare quotes are looked for here, ahead of the streams: see record_cuts
-        cuts = record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
-                           first=first, taper=2 * max(1, workers))
-        # A guard against relative date words, if any (read as main read it: byte_cuts is also
-        # called with a bare stand-in for the source, which has no guard).
-        refuse = getattr(source, "refuse", None)
-        yield from cuts if refuse is None else _refusing(source, fd, cuts)
+        yield from record_cuts(fd, start, end, d.quote.encode(), every, delimiter=d.delimiter.encode(),
+                               first=first, taper=2 * max(1, workers), look=_look(source))
     finally:
         os.close(fd)
 
 
-def _refusing(source: RawCsvChunks, fd: int, cuts: Iterator[int]) -> Iterator[int]:
-    """The cuts, each range looked at before the streams get it: one holding a value the client
-    refuses (core.relative_dates) sends the load through the parser, which sets its row aside."""
-    refuse = source.refuse
-    assert refuse is not None and isinstance(source, Source)
-    quote = source.dialect.quote.encode()
-    prev = next(cuts, None)
-    if prev is None:
-        return
-    yield prev
-    for cut in cuts:
-        # The words looked for slice by slice; a range is read whole only where one stands.
-        if any(refuse.may_hold(piece) for piece in read_records(fd, prev, cut, quote=quote)) \
-                and refuse.raw_refused(source, os.pread(fd, cut - prev, prev)):
+def _look(source: RawCsvChunks) -> Callable[[bytes], int]:
+    """What the cutter does with each chunk's bytes as it holds them, before any stream gets the
+    chunk: refuses one whose quote swallowed whole records (core.sources.csv.swallowed), or that
+    holds a value the client refuses (core.relative_dates), sending the load through the parser,
+    which names the line; and counts its records, once (the streams read a chunk only to send it:
+    reading it again to count, and the guard's own read, took a core's third on 5M rows)."""
+    from core.sources.csv import swallowed  # (polars: only for the loads that cut the file)
+
+    d = source.dialect
+    delimiter, quote = d.delimiter.encode(), d.quote.encode()
+    columns = getattr(source, "columns", None)  # (a bare stand-in for the source has neither)
+    width = len(columns()) if columns is not None else 0
+    refuse = getattr(source, "refuse", None)
+
+    def look(chunk: bytes) -> int:
+        counted = swallowed.counted(chunk, delimiter, quote, width)
+        if counted.likely and swallowed.first_found(chunk, delimiter, quote, width, 1) is not None:
+            raise ParseInstead("a quoted field holds whole records (a quote that never closes?)")
+        if refuse is not None and refuse.raw_refused(source, chunk):
             raise ParseInstead("a relative date word (now, today, ...) in a date or time column")
-        yield cut
-        prev = cut
+        return counted.records
+
+    return look
 
 
 def _records(fd: int, lo: int, hi: int, quote: bytes) -> int:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import LoadFailed, ParseInstead
 from core.sources.base import BadRecord
-from core.sources.csv.records import BareQuoteIn, EndsInQuote, record_cut
+from core.sources.csv.records import BareQuoteIn, Cut, EndsInQuote, record_cut
 
 if TYPE_CHECKING:
     import polars as pl
@@ -38,6 +38,7 @@ class Piece:
     first: int = 0  # source row of frame row 0
     bad: tuple[BadRecord, ...] = ()
     by_bytes: bool = False  # lo .. hi - 1 are file bytes, which the stream reads itself
+    records: int = -1  # of a byte range, when the reader that cut it counted them (else the stream counts)
 
     def rows(self, loaded: int, rejected: int) -> int:
         """Source rows the chunk consumed (a byte range holds what COPY counted)."""
@@ -96,13 +97,26 @@ def byte_pieces(cuts: Iterator[int], done: Ranges) -> Iterator[Piece]:
         prev = next(cuts)
         for cut in cuts:
             for lo, hi in done.gaps(prev, cut):
-                yield Piece(lo, hi, hi, by_bytes=True)
+                whole = (lo, hi) == (prev, cut)  # a part of a chunk (an earlier run's) was not counted
+                yield Piece(lo, hi, hi, by_bytes=True, records=cut.records if whole and isinstance(cut, Cut) else -1)
             prev = cut
     except (EndsInQuote, BareQuoteIn) as why:
         raise ParseInstead(str(why)) from None
 
 
 SLICE_BYTES = 8 << 20  # a stream holds this much of its chunk at a time, however large the chunk
+
+
+def read_bytes(fd: int, lo: int, hi: int, slice_bytes: int = SLICE_BYTES) -> Iterator[bytes]:
+    """File bytes lo .. hi - 1 for one COPY, in slices cut anywhere: for a range whose records the
+    reader that cut it counted (Piece.records), nothing is counted here."""
+    at = lo
+    while at < hi:
+        data = os.pread(fd, min(slice_bytes, hi - at), at)
+        if not data:
+            raise LoadFailed("the file got shorter during the load; the chunks committed so far stay")
+        yield data
+        at += len(data)
 
 
 def read_records(fd: int, lo: int, hi: int, slice_bytes: int | None = None, quote: bytes = b'"'

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, AnyStr
 
 # Above this size, counts and the bare-quote check run in numpy once a path that loads it
@@ -299,9 +299,16 @@ class BareQuoteIn(ValueError):
     """A chunk holds a quote that COPY and the parser would read differently (has_bare_quote)."""
 
 
+class Cut(int):
+    """A record boundary that record_cuts found, with the records between the cut before it and
+    this one when its `look` counted them (-1 when nobody did)."""
+
+    records = -1
+
+
 def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
                 longest: int = 64 << 20, delimiter: bytes = b"", first: tuple[int, ...] = (),
-                taper: int = 0) -> Iterator[int]:
+                taper: int = 0, look: Callable[[bytes], int] | None = None) -> Iterator[int]:
     """Record boundaries of the file bytes start .. end - 1 (both ends are boundaries), about
     `every` bytes apart (the first chunks `first` bytes long, when given): start, then each cut
     as it is found, then end. A rest shorter than a quarter of a chunk joins the chunk before it.
@@ -316,7 +323,9 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
     record never closes its quote, ValueError when one record is longer than `longest`, and
     with a `delimiter`, BareQuoteIn before yielding the end of a chunk holding a bare quote:
     every cut yielded so far then lies before the first such quote, where COPY's records and
-    the parser's are the same.
+    the parser's are the same. `look(chunk)` sees each chunk's bytes (whole records) before its
+    cut is yielded, and may refuse them by raising; it returns their records, and the cut is
+    then a Cut that carries them: the streams that send the chunk need not read it to count.
     """
     import os
 
@@ -334,20 +343,28 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
             if at + len(buf) >= end:
                 if quote and buf.count(quote) % 2:
                     raise EndsInQuote("the last record ends inside a quoted field")
-                if delimiter and has_bare_quote(buf, delimiter, quote):
-                    raise BareQuoteIn("a quote inside an unquoted field, which COPY would read differently")
-                yield end
-                return
+                cut = len(buf)
+                break
             cut = record_cut(buf, quote)
             if cut:
                 break
             if want > longest:
                 raise ValueError(f"a record longer than {longest >> 20} MB")
             want *= 2
-        if delimiter and has_bare_quote(memoryview(buf)[:cut], delimiter, quote):
+        # One object for the chunk's bytes (a copy only when the cut falls short of the read), so
+        # that the bare-quote test and the look share the quotes' positions (quote_positions).
+        chunk = buf if cut == len(buf) else buf[:cut]
+        if delimiter and has_bare_quote(chunk, delimiter, quote):
             raise BareQuoteIn("a quote inside an unquoted field, which COPY would read differently")
         at += cut
-        yield at
+        if look is None:
+            yield at
+        else:
+            counted = Cut(at)
+            counted.records = look(chunk)
+            yield counted
+        if at >= end:
+            return
 
 
 def count_records(data: bytes, quote: bytes) -> int:
