@@ -77,6 +77,18 @@ def connect(dsn: str, *, autocommit: bool = False, **kwargs: Any) -> psycopg.Con
     return conn
 
 
+# The zone names PostgreSQL knows for UTC itself (no offset, no daylight saving, ever).
+_UTC_ZONES = frozenset({"utc", "etc/utc", "uct", "etc/uct", "universal", "etc/universal", "zulu", "etc/zulu",
+                        "gmt", "etc/gmt", "gmt0", "etc/gmt0", "gmt+0", "etc/gmt+0", "gmt-0", "etc/gmt-0",
+                        "greenwich", "etc/greenwich"})
+
+
+def session_is_utc(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the session reads a timestamptz with no offset as UTC: its TimeZone (which the server
+    reports at connect, after the DSN's options and PGTZ) is UTC under one of its names."""
+    return (conn.info.parameter_status("TimeZone") or "").lower() in _UTC_ZONES
+
+
 def _merged_options(dsn: str, ours: str) -> str:
     try:
         given = conninfo_to_dict(dsn).get("options") or ""

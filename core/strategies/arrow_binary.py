@@ -14,6 +14,7 @@ parse (core.strategies.copy.CopyBinary).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,18 +111,23 @@ def _timestamp(s: pl.Series) -> pl.Series:
             .collect().to_series())
 
 
-def _timestamptz(s: pl.Series) -> pl.Series:
-    """An instant in UTC (naive): binary timestamptz is microseconds since 2000-01-01 UTC."""
+def _timestamptz(s: pl.Series, naive_utc: bool = False) -> pl.Series:
+    """An instant in UTC (naive): binary timestamptz is microseconds since 2000-01-01 UTC. A value
+    with no offset is a time in the session's TimeZone: typed here only when that is UTC
+    (`naive_utc`), else left null, and its batch goes as text for the server to place."""
     from core.strategies.fixed_width_times import fixed_timestamptz
 
-    fixed = fixed_timestamptz(s)  # timestamps of one width, any offsets: numpy and a few slices
+    fixed = fixed_timestamptz(s, naive_utc)  # timestamps of one width, any offsets: numpy and a few slices
     if fixed is not None:
         return fixed
     t = (s.str.replace("T", " ").str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})$", "${1}:00")
          .str.replace(r"([+-]\d{2})(\d{2})$", "${1}:${2}"))
     parsed = (t.str.to_datetime("%Y-%m-%d %H:%M:%S%.f%:z", time_unit="us", strict=False)
               .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
-    return _where(s, _TSTZ, parsed)
+    with_offset = _where(s, _TSTZ, parsed)
+    if not naive_utc:
+        return with_offset
+    return pl.select(pl.coalesce(with_offset, _timestamp(s)).alias(s.name)).to_series()
 
 
 def _time(s: pl.Series) -> pl.Series:
@@ -186,8 +192,9 @@ def typable(types: list[str]) -> bool:
     return all(_binary_form(t) for t in types)
 
 
-def arrow_columns(columns: list[str], types: list[str]) -> list[ArrowColumn] | None:
-    """One typed column per target column, or None when some type has no exact Arrow form."""
+def arrow_columns(columns: list[str], types: list[str], utc: bool = False) -> list[ArrowColumn] | None:
+    """One typed column per target column, or None when some type has no exact Arrow form.
+    `utc`: the load's sessions have TimeZone UTC (WriteContext.utc)."""
     if not typable(types):
         return None
     import pyarrow as pa
@@ -200,7 +207,8 @@ def arrow_columns(columns: list[str], types: list[str]) -> list[ArrowColumn] | N
         "boolean": (_bool, pa.bool_()),
         "date": (_date, pa.date32()),
         "timestamp without time zone": (_timestamp, pa.timestamp("us")),
-        "timestamp with time zone": (_timestamptz, pa.timestamp("us")),
+        "timestamp with time zone": (functools.partial(_timestamptz, naive_utc=True) if utc else _timestamptz,
+                                     pa.timestamp("us")),
         "time without time zone": (_time, pa.time64("us")),
         "uuid": (_uuid, pa.binary(16)),
         "text": (_text, pa.large_string()),

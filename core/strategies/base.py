@@ -37,6 +37,9 @@ class WriteContext:
     warm: bool = False
     # COPY ... (FREEZE): the load's own transaction created or truncated the table (core.load.protocols.single)
     freeze: bool = False
+    # The load's sessions have TimeZone UTC (core.db.session_is_utc): a timestamptz written with no
+    # offset is that time in UTC, which the binary encoder can type itself (else the server places it).
+    utc: bool = False
 
 
 class WriteFailed(Exception):

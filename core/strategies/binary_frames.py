@@ -31,9 +31,11 @@ class BinaryFrames:
         self.copy_sql = copy_sql
 
     @classmethod
-    def for_target(cls, table: TableRef, columns: list[str], types: list[str]) -> BinaryFrames | None:
-        """None when some target column has no exact binary form (arrays, enums, numeric...)."""
-        typed = arrow_columns(columns, types)
+    def for_target(cls, table: TableRef, columns: list[str], types: list[str], utc: bool = False
+                   ) -> BinaryFrames | None:
+        """None when some target column has no exact binary form (arrays, enums, numeric...);
+        `utc`: see WriteContext.utc."""
+        typed = arrow_columns(columns, types, utc)
         if typed is None:
             return None
         stmt = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(

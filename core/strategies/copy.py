@@ -279,7 +279,7 @@ class CopyBinary(_CopyStrategy):
             import polars
 
             polars.DataFrame  # noqa: B018 - loads a deferred polars here, before anyone else parses
-            columns = arrow_columns(self.ctx.columns, self.ctx.types)
+            columns = arrow_columns(self.ctx.columns, self.ctx.types, self.ctx.utc)
             self._arrow = ArrowEncoder(columns) if columns is not None else None
             if self._arrow is not None:
                 warm_binary_typing()

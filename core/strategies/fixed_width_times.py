@@ -70,15 +70,17 @@ def _micros(d: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[A
     return micros, ok
 
 
-def fixed_timestamptz(s: pl.Series) -> pl.Series | None:
+def fixed_timestamptz(s: pl.Series, naive_utc: bool = False) -> pl.Series | None:
     """`yyyy-mm-dd hh:mm:ss[.f]` then an offset (`+05:30`, `-0800`, `+09`, `Z`), as the UTC instant
     in microseconds, null where not exactly that (or an offset past 15:59, which PostgreSQL
-    judges itself); None when the column holds no value or is not plain text."""
-    stamps = _stamp_rows(s, with_offset=True)
+    judges itself); None when the column holds no value or is not plain text. With `naive_utc`
+    (the session's TimeZone is UTC), a value with no offset is that time in UTC."""
+    stamps = _stamp_rows(s, with_offset=True, naive_utc=naive_utc)
     return None if stamps is None else _series(s, stamps[0], stamps[1], pl.Datetime("us"))
 
 
-def _stamp_rows(s: pl.Series, *, with_offset: bool) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+def _stamp_rows(s: pl.Series, *, with_offset: bool, naive_utc: bool = False
+                ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
     """Microseconds (UTC where there is an offset) and where each row is exactly a timestamp.
 
     Each row's offset is read from its last six characters; its local part is laid into the
@@ -99,7 +101,7 @@ def _stamp_rows(s: pl.Series, *, with_offset: bool) -> tuple[np.ndarray[Any, Any
     shift: np.ndarray[Any, Any] | int = 0
     if with_offset:
         kind, shift, ok_offset = _offsets(windows[ends - _PAD, :_PAD].T)
-        ok &= ok_offset
+        ok &= (ok_offset | (kind == 0)) if naive_utc else ok_offset  # (no offset: kind 0, shift 0)
         length = length - kind
     ok &= (length >= 19) & (length <= _FULL) & (length != 20)  # (a dot with no decimals is no shape)
     d = np.ascontiguousarray(windows[starts].T)  # positions as rows, as _rows lays them out

@@ -148,7 +148,8 @@ class ParallelCopy(Strategy):
         if not self.ctx.copy_options:  # parsed batches (the file's own bytes are CSV as they are)
             from core.strategies.binary_frames import BinaryFrames
 
-            self.binary = BinaryFrames.for_target(self.ctx.table, self.ctx.columns, self.ctx.types)
+            self.binary = BinaryFrames.for_target(self.ctx.table, self.ctx.columns, self.ctx.types,
+                                                   self.ctx.utc)
         # Everything rollback() and close() look at exists before the first connection is tried,
         # so a refused one is reported as it is and closes the ones opened before it.
         self.conns: list[psycopg.Connection[Any]] = []

@@ -85,6 +85,30 @@ def test_binary_refuses_what_the_server_refuses(
     assert named[0] == named[1] and named[1][0] == 3  # the same line, column and value, from the server
 
 
+@pytest.mark.parametrize("zone", ["UTC", "Etc/UTC", "America/New_York", "Asia/Kolkata"])
+def test_timestamptz_with_no_offset_lands_in_the_sessions_zone(
+    zone: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """`2021-03-14 02:30:00` in a timestamptz column is a time in the session's TimeZone (here one
+    without an hour of that day, and one ambiguous in November). copy-binary types it itself only
+    where that zone is UTC; elsewhere its batch goes as text and the server places it. Either way
+    it lands where the server's own reading puts it."""
+    from psycopg.conninfo import make_conninfo
+
+    zoned = make_conninfo(dsn, options=f"-c timezone={zone}")
+    path = tmp_path / "naive.csv"
+    stamps = ["2021-03-14 02:30:00", "2021-11-07 01:30:00", "1966-02-15 05:49:13.131292", "2020-02-29 23:59:59.5"]
+    path.write_text("ts,tz,d,n,f,b,t\n" + "".join(f"{s[:19]},{s},,,,,\n" for s in stamps * 50), encoding="utf-8")
+    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
+    _load(zoned, path, ref, "copy-csv")
+    logs: list[str] = []
+    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(got, mode=LoadMode.APPEND), dsn=zoned,
+                     strategy="copy-binary"), on_log=logs.append).run()
+    assert _rows(conn, got) == _rows(conn, ref)
+    as_text = any("go as text COPY" in line for line in logs)
+    assert as_text == (zone not in ("UTC", "Etc/UTC"))
+
+
 def test_a_large_typed_batch_matches_the_server(
     dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:

@@ -130,7 +130,7 @@ def test_timestamptz_of_any_offsets_types_as_the_polars_path(monkeypatch: pytest
     s = pl.Series("v", [None if rng.random() < 0.03 else _tz_value(rng, rng.choice(widths)) for _ in range(5000)])
     fast = ab._timestamptz(s)
     with monkeypatch.context() as m:
-        m.setattr("core.strategies.fixed_width_times.fixed_timestamptz", lambda _s: None)
+        m.setattr("core.strategies.fixed_width_times.fixed_timestamptz", lambda _s, _naive_utc=False: None)
         m.setattr("core.strategies.fixed_width_times.fixed_timestamps", lambda _s: None)
         slow = ab._timestamptz(s)
     typed = 0
@@ -153,6 +153,27 @@ def test_timestamptz_offsets_turn_to_utc() -> None:
     assert got is not None
     assert got.to_list() == [dt.datetime(2021, 3, 3, 23, 36, 7, 1), dt.datetime(2021, 3, 4, 13, 6, 7, 1),
                              dt.datetime(2021, 3, 4, 5, 6, 7, 1), None, None]
+
+
+@pytest.mark.parametrize("widths", [(19,), (26,), (19, 21, 26)])
+def test_no_offset_is_utc_only_where_the_session_says_so(widths: tuple[int, ...]) -> None:
+    """A timestamptz with no offset is a time in the session's TimeZone: typed (as that time in UTC)
+    only with naive_utc, by the fixed-width path and by polars' path for several widths alike;
+    values with offsets read as before."""
+    rng = random.Random(len(widths))
+    texts = [None if i % 37 == 0 else rng.choice(["1966-02-15 05:49:13", "2021-03-14 02:30:00", "1899-12-31 23:59:59"])
+             + ("." + "123456"[:w - 20] if w > 19 else "") + ("+05:30" if i % 5 == 0 else "")
+             for i, w in enumerate(rng.choice(widths) for _ in range(400))]
+    s = pl.Series("v", texts)
+    naive = [t is not None and "+" not in t for t in texts]
+    assert all(v is None for v, n in zip(ab._timestamptz(s).to_list(), naive, strict=True) if n)  # the server's
+    got = ab._timestamptz(s, naive_utc=True).to_list()
+    for text, value in zip(texts, got, strict=True):
+        if text is None:
+            assert value is None
+            continue
+        local = dt.datetime.fromisoformat(text.removesuffix("+05:30"))
+        assert value == (local - dt.timedelta(hours=5, minutes=30) if text.endswith("+05:30") else local), text
 
 
 def test_postgres_own_output_types() -> None:

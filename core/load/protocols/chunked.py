@@ -267,7 +267,7 @@ class _Stream(threading.Thread):
             from core.strategies.binary_frames import BinaryFrames  # pyarrow: parsed batches only
 
             ctx = plan.ctx
-            self._binary, self._binary_asked = BinaryFrames.for_target(ctx.table, ctx.columns, ctx.types), True
+            self._binary, self._binary_asked = BinaryFrames.for_target(ctx.table, ctx.columns, ctx.types, ctx.utc), True
         parts = self._binary.statement(frame) if self._binary is not None else None
         if self._binary is not None and parts is not None:
             return self._binary.copy_sql, parts

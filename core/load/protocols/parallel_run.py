@@ -11,7 +11,7 @@ from psycopg import sql
 
 from core import checkpoint as ck
 from core import mapping as mp
-from core.db import connect
+from core.db import connect, session_is_utc
 from core.errors import Cancelled, ConfigError, LoadFailed, ParseInstead, SourceError
 from core.events import Phase
 from core.first_bad import as_bad_record
@@ -69,7 +69,7 @@ def run_per_batch(
     skip = spec.on_error is ErrorPolicy.SKIP
     ctx = WriteContext(dsn=dsn, table=ref, columns=targets, types=[types[t] for t in targets],
                        batch_rows=max(1, spec.rows_per_batch), workers=max(1, spec.workers), cancel=run.cancel,
-                       log=run.on_log)
+                       log=run.on_log, utc=session_is_utc(ctl))
     raw = (cls.streams_raw_csv and not skip and copy_reads_as_is(plan.source)
            and mp.is_identity(plan.maps, plan.source.columns()) and not run.no_raw)
     raw_options = None

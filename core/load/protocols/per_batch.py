@@ -10,7 +10,7 @@ from psycopg import sql
 
 from core import checkpoint as ck
 from core import mapping as mp
-from core.db import TableRef, connect
+from core.db import TableRef, connect, session_is_utc
 from core.diagnose import server_reason
 from core.errors import (
     BadRowError,
@@ -77,6 +77,7 @@ def run_per_batch(
     ctx = WriteContext(
         dsn=dsn, table=stage or ref, columns=targets, types=[types[t] for t in targets],
         batch_rows=max(1, spec.rows_per_batch), workers=1, cancel=run.cancel, log=run.on_log,
+        utc=session_is_utc(ctl),
     )
     if spec.on_error is ErrorPolicy.SKIP:
         run.rejects = RejectWriter(

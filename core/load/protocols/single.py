@@ -11,7 +11,7 @@ from psycopg import sql
 
 from core import janitor
 from core import mapping as mp
-from core.db import TableRef
+from core.db import TableRef, session_is_utc
 from core.diagnose import server_reason
 from core.errors import (
     BadRowError,
@@ -114,6 +114,7 @@ def run_single(
             # (A table made here is dropped on failure through ctl, so it keeps its own.)
             borrow=ctl if not (created or staged or private or two_phase or cls.multi_connection) else None,
             warm=warm,
+            utc=session_is_utc(ctl),
         )
         if (raw or warm) and isinstance(plan.source, RawCsvChunks):
             ctx.copy_options = raw_copy_options(plan.source)
