@@ -225,7 +225,8 @@ def sniff_null(
     PostgreSQL's default (an empty unquoted field is NULL, "" is an empty string) holds
     unless the file shows another marker: the word stands unquoted in a column whose
     other unquoted values are all numbers, dates, times or booleans, where it cannot be a
-    value. It then applies to every column except those holding unquoted free text.
+    value, or whose other values are all quoted. It then applies to every column except
+    those holding unquoted free text.
     """
     d = re.escape(delimiter)
     markers = "|".join(re.escape(m) for m in NULL_MARKERS)
@@ -264,9 +265,11 @@ _CODE = re.compile(r"[+-]?0\d+(\.\d*)?")
 
 @dataclass
 class _ColumnSample:
-    """What the sample shows of one column: its unquoted words and whether all are typed."""
+    """What the sample shows of one column: its unquoted words and whether all are typed, and how
+    many of its values were quoted."""
 
     unquoted: Counter[str]
+    quoted: int = 0
 
     def _others(self, marker: str) -> list[str]:
         return [v for v in self.unquoted if v != marker and v.strip()]
@@ -275,7 +278,11 @@ class _ColumnSample:
         if not self.unquoted.get(marker):
             return False
         others = self._others(marker)
-        return bool(others) and all(_typed(v) for v in others)
+        if not others:
+            # Every other value quoted, the word alone bare: the writer's own null (a writer that
+            # quotes every value but its nulls, as polars' non_numeric style does dates and text).
+            return self.quoted >= 2
+        return all(_typed(v) for v in others)
 
     def free_text(self, marker: str) -> bool:
         """Unquoted values that are neither typed nor the marker: the marker may be text here."""
@@ -315,6 +322,8 @@ def _field_columns(text: str, delimiter: str, quote: str, header: bool) -> list[
         for i, value in enumerate(rec):
             if not quoted[i]:
                 columns[i].unquoted[value] += 1
+            elif value:
+                columns[i].quoted += 1
     return columns
 
 
