@@ -163,6 +163,24 @@ def _numberish(s: str) -> bool:
         return t[:4].isdigit() and "-" in t  # dates
 
 
+# A year, or a year and month, as a column's name: 1960, 2020-01, 2020/03.
+_PERIOD = re.compile(r"(1[5-9]|20)\d{2}([-/.](0[1-9]|1[0-2]))?")
+
+
+def _period_labels(first: list[str], rest: list[list[str]]) -> bool:
+    """Whether the first record's numbers name periods (a wide table: World Bank's, OECD's and
+    statistics offices' files head their columns 1960, 1961, ...): three or more, each a year or
+    a year and month, distinct and in order, over columns whose values are not such labels."""
+    at = [i for i, v in enumerate(first) if _numberish(v)]
+    labels = [first[i].strip() for i in at]
+    if len(labels) < 3 or not all(_PERIOD.fullmatch(v) for v in labels):
+        return False
+    if labels != sorted(labels) or len(set(labels)) != len(labels):
+        return False
+    below = [r[i].strip() for r in rest for i in at if i < len(r) and r[i].strip()]
+    return not any(_PERIOD.fullmatch(v) for v in below)
+
+
 def sniff_csv(
     path: str, *, sample_bytes: int = 256 * 1024, delimiter: str | None = None, quote: str | None = None,
     header: bool | None = None, encoding: str | None = None, null: str | None = None, tsv: bool = False,
@@ -190,7 +208,7 @@ def sniff_csv(
         header = True
         if records and len(records) > 1:
             first = records[0]
-            if any(_numberish(v) for v in first):
+            if any(_numberish(v) for v in first) and not _period_labels(first, records[1:]):
                 header = False
             elif any(not v.strip() for v in first[1:]) or (len(first) == 1 and not first[0].strip()):
                 header = False  # a blank name, except R's unnamed row-name column first

@@ -346,3 +346,43 @@ def test_a_bare_quote_far_into_the_file_still_keeps_the_raw_path_honest(
     assert result.rows_loaded == 60_000
     row = conn.execute(sql.SQL("SELECT lat FROM {} WHERE id = 60000").format(sql.Identifier(t))).fetchone()
     assert row == ('1"N',)
+
+
+# -- headers ---------------------------------------------------------------------------------
+
+def _wide_by_year(path: Path, rows: int = 40) -> Path:
+    """World Bank's layout (statsmodels' fertility.csv): names, then one column per year, the
+    years as the header's names, rates (and gaps) below."""
+    years = list(range(1960, 1975))
+    lines = ["Country Name,Country Code,Indicator Name,Indicator Code," + ",".join(map(str, years))]
+    for i in range(rows):
+        rates = ["" if (i + y) % 9 == 0 else f"{1 + ((i * 7 + y) % 50) / 10:.3f}" for y in years]
+        lines.append(f'Land {i},L{i:02d},"Fertility rate, total (births per woman)",SP.DYN.TFRT.IN,' + ",".join(rates))
+    return _write(path, ("\n".join(lines) + "\n").encode())
+
+
+def test_years_as_column_names_are_a_header(dsn: str, conn: psycopg.Connection[Any],
+                                            table_name: Callable[[str], str], tmp_path: Path) -> None:
+    from core.preview import inspect_source
+
+    path = _wide_by_year(tmp_path / "fertility.csv")
+    info = inspect_source(SourceOptions(str(path)))
+    assert info.options.header is True and info.columns[4] == "1960"
+    table = table_name("wide")
+    result = _load(dsn, path, table, "auto", mode=LoadMode.CREATE)
+    assert result.rows_loaded == 40  # the header was loaded as a row of data before
+    got = conn.execute(sql.SQL('SELECT "Country Name", "1960"::text FROM {} ORDER BY 1 LIMIT 1').format(
+        sql.Identifier(table))).fetchone()
+    assert got == ("Land 0", "2.000")
+
+
+@pytest.mark.parametrize("first", ["1960,1961,1962,4.5", "7,1961,1962,1963", "2001,1999,2005,2010",
+                                   "1960,1961,1962,1963"])
+def test_numbers_in_the_first_row_are_data_unless_they_name_periods(first: str, tmp_path: Path) -> None:
+    """A first row of numbers is data: one that is not all years in order, or whose columns hold
+    years below it too, stays a row."""
+    from core.preview import inspect_source
+
+    below = "1990,1991,1992,1993" if first == "1960,1961,1962,1963" else "1.5,2.5,3.5,4.5"
+    path = _write(tmp_path / "numbers.csv", (first + "\n" + "\n".join([below] * 5) + "\n").encode())
+    assert inspect_source(SourceOptions(str(path))).options.header is False
