@@ -67,6 +67,32 @@ def suggested_type(series: pl.Series, dtype: pl.DataType | None = None) -> str:
     return infer_from_dtype(dt)
 
 
+# PostgreSQL keeps this many bytes of a name (NAMEDATALEN - 1) and silently drops the rest: a new
+# table's column made from a longer header was then not found by its full name, and the load failed.
+NAME_BYTES = 63
+
+
+def fitted_name(name: str, limit: int = NAME_BYTES) -> str:
+    """The name as PostgreSQL keeps it: at most `limit` bytes of UTF-8, cut between characters."""
+    raw = name.encode("utf-8")
+    return name if len(raw) <= limit else raw[:limit].decode("utf-8", "ignore")
+
+
+def new_column_names(source_columns: Sequence[str]) -> list[str]:
+    """A new table's column names for the source's: each as PostgreSQL keeps it, and where two
+    long names would end alike, the later ones numbered (`..._2`)."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for s in source_columns:
+        name, n = fitted_name(s), 2
+        while name in taken:
+            suffix = f"_{n}"
+            name, n = fitted_name(s, NAME_BYTES - len(suffix)) + suffix, n + 1
+        taken.add(name)
+        names.append(name)
+    return names
+
+
 def default_mapping(
     source_columns: Sequence[str],
     sample: pl.DataFrame | None,
@@ -76,10 +102,12 @@ def default_mapping(
     if target_columns:
         by_name = {c.name.lower(): c for c in target_columns}
         maps: list[ColumnMap] = []
-        matched = [s for s in source_columns if s.lower() in by_name]
+        # (a name longer than PostgreSQL keeps matches the column a new table would have made of it)
+        made = dict(zip(source_columns, new_column_names(source_columns), strict=True))
+        matched = [s for s in source_columns if made[s].lower() in by_name]
         if matched:
             for s in source_columns:
-                col = by_name.get(s.lower())
+                col = by_name.get(made[s].lower())
                 maps.append(
                     ColumnMap(
                         target=col.name if col else s, source=s, type=col.type if col else "text", include=bool(col)
@@ -95,9 +123,9 @@ def default_mapping(
             )
         return maps
     return [
-        ColumnMap(target=s, source=s,
+        ColumnMap(target=t, source=s,
                   type=suggested_type(sample[s]) if sample is not None and s in sample.columns else "text")
-        for s in source_columns
+        for s, t in zip(source_columns, new_column_names(source_columns), strict=True)
     ]
 
 
@@ -116,8 +144,8 @@ def match_by_name(source_columns: Sequence[str], target_columns: Sequence[Column
     for c in target_columns:
         by_key.setdefault(name_key(c.name), c)
     maps: list[ColumnMap] = []
-    for s in source_columns:
-        col = by_key.get(name_key(s))
+    for s, made in zip(source_columns, new_column_names(source_columns), strict=True):
+        col = by_key.get(name_key(s)) or by_key.get(name_key(made))
         maps.append(ColumnMap(target=col.name if col else s, source=s, type=col.type if col else "text"))
     return maps
 

@@ -386,3 +386,23 @@ def test_numbers_in_the_first_row_are_data_unless_they_name_periods(first: str, 
     below = "1990,1991,1992,1993" if first == "1960,1961,1962,1963" else "1.5,2.5,3.5,4.5"
     path = _write(tmp_path / "numbers.csv", (first + "\n" + "\n".join([below] * 5) + "\n").encode())
     assert inspect_source(SourceOptions(str(path))).options.header is False
+
+
+def test_names_longer_than_postgres_keeps_make_a_table_and_load_into_it_again(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    """PostgreSQL keeps 63 bytes of a name: a spreadsheet's long headers (two alike for their
+    first 63 bytes, one of multi-byte letters) make columns it keeps, and the next load of the same
+    file finds them."""
+    long_a = "Percentage of population aged 16 up to pension age in the year of the census"
+    long_b = "Percentage of population aged 16 up to pension age in the year of the survey"
+    accented = "Année de référence " * 5
+    path = _write(tmp_path / "long.csv", (f'"{long_a}","{long_b}","{accented}",id\n1.5,2.5,x,1\n3.5,4.5,y,2\n').encode())
+    table = table_name("long")
+    assert _load(dsn, path, table, "auto", mode=LoadMode.CREATE).rows_loaded == 2
+    names = [r[0] for r in conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+                                        "ORDER BY attnum", [table]).fetchall()]
+    assert len(set(names)) == 4 and all(len(n.encode()) <= 63 for n in names)
+    assert names[0] == long_a.encode()[:63].decode() and names[1].endswith("_2") and names[3] == "id"
+    assert _load(dsn, path, table, "copy-csv").rows_loaded == 2  # appended, the columns found by the same names
+    assert conn.execute(sql.SQL("SELECT count(*), sum(id) FROM {}").format(sql.Identifier(table))).fetchone() == (4, 6)
