@@ -246,3 +246,18 @@ COMMON_TYPES = (
     "timestamp", "timestamptz", "time", "interval", "uuid", "jsonb", "json", "bytea", "character varying(255)",
     "inet",
 )
+
+
+_NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
+
+
+def widened_type(pg_type: str, value: str | None) -> str | None:
+    """The type a new table's column takes instead of `pg_type` (inferred from the file's first
+    rows) to hold `value` as well, which it refused: an integer column a decimal or a larger
+    number (numeric), any other text; None when the column is text already."""
+    t = normalize_type(pg_type)
+    if t == "text":
+        return None
+    if t in ("smallint", "integer", "bigint") and value is not None and _NUMBER.fullmatch(value):
+        return "numeric"
+    return "text"

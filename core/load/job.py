@@ -36,6 +36,7 @@ from core.batch_size import source_row_width
 from core.cancel import CancelToken
 from core.db import connect, resolve_dsn, strip_password
 from core.errors import (
+    BadRowError,
     ConfigError,
     ParseInstead,
     UnfinishedRun,
@@ -45,13 +46,14 @@ from core.load import empty as empty_load
 from core.load import many as load_many
 from core.load.context import RunContext
 from core.load.protocols import per_batch, single
+from core.pgtypes import widened_type
 from core.plan import Plan, plan_load
 from core.result import LoadResult as LoadResult  # re-exported: callers import it from here
 from core.source_notes import Said, say_source
 from core.sources.abilities import InsertScript
 from core.sources.empty import EmptySource
 from core.sources.many import ManySource, load_fingerprint
-from core.spec import CommitMode, ErrorPolicy, LoadMode, LoadSpec
+from core.spec import ColumnMap, CommitMode, ErrorPolicy, LoadMode, LoadSpec
 from core.strategies.base import Strategy
 from core.strategies.catalogue import all_strategies, get_strategy
 
@@ -131,7 +133,7 @@ class LoadJob:
         self.said = say_source(plan, self.on_log)
 
     def run(self) -> LoadResult:
-        result = self._run_job()
+        result = self._run_widening()
         result = load_many.report(self.many, self.on_log, result)  # many files: what each one gave
         if self.not_loaded:
             result = replace(result, columns_not_loaded=self.not_loaded)
@@ -143,6 +145,48 @@ class LoadJob:
         if self.writes_twice:
             result = replace(result, writes_twice=True)
         return result
+
+    # Each retry widens one column (integer -> numeric -> text at most): a bound, not a budget.
+    WIDEN_LIMIT = 32
+
+    def _run_widening(self) -> LoadResult:
+        """The load; in create mode, a value that the type inferred from the file's first rows
+        refuses (a decimal among integers at line 1,167) widens that column and starts again:
+        the table was made in the load's own transaction, so the failed run left nothing."""
+        widenable = (self.spec.target.mode is LoadMode.CREATE and self.spec.commit is CommitMode.SINGLE
+                     and not self.spec.columns and not self.spec.target.ddl and not self.dry_run)
+        for _ in range(self.WIDEN_LIMIT):
+            try:
+                return self._run_job()
+            except BadRowError as bad:
+                maps = self._widened(bad) if widenable else None
+                if maps is None:
+                    raise
+                self.spec = replace(self.spec, columns=maps)
+                self.ctx.reset_counters()
+        return self._run_job()
+
+    def _widened(self, bad: BadRowError) -> list[ColumnMap] | None:
+        """The plan's mapping with the refusing column's type widened, or None."""
+        p = bad.problem
+        plan = self.plan
+        if bad.committed is not None or plan is None or p.column is None:
+            return None
+        at = next((i for i, m in enumerate(plan.maps) if m.include and m.target == p.column), None)
+        if at is None:
+            return None
+        m = plan.maps[at]
+        wider = widened_type(m.type, p.value)
+        if wider is None:
+            return None
+        self.on_log(f"column {m.target!r}: {p.value!r} at line {p.line or p.row + 1:,} does not fit {m.type}, "
+                    f"which the file's first rows suggested; the new table takes {wider} instead, and the "
+                    "load starts again")
+        maps = list(plan.maps)
+        maps[at] = replace(m, type=wider, format=None if wider == "text" else m.format)
+        return maps
+
+    plan: Plan | None = None  # the last settled plan (its mapping, for _widened)
 
     @property
     def writes_twice(self) -> bool:
@@ -172,7 +216,7 @@ class LoadJob:
         """The plan, the strategy (auto's pick) and the protocol; refuses what cannot work here."""
         spec = self.spec
         cls = None if spec.strategy == AUTO else get_strategy(spec.strategy)
-        plan = plan_load(spec, ctl)
+        plan = self.plan = plan_load(spec, ctl)
         if isinstance(plan.source, EmptySource):
             raise empty_load.EmptyFile(plan)
         self.many = load_many.settled(self.ctx, plan)  # many files: said before the run; counted after it

@@ -406,3 +406,42 @@ def test_names_longer_than_postgres_keeps_make_a_table_and_load_into_it_again(
     assert names[0] == long_a.encode()[:63].decode() and names[1].endswith("_2") and names[3] == "id"
     assert _load(dsn, path, table, "copy-csv").rows_loaded == 2  # appended, the columns found by the same names
     assert conn.execute(sql.SQL("SELECT count(*), sum(id) FROM {}").format(sql.Identifier(table))).fetchone() == (4, 6)
+
+
+def test_create_widens_a_column_whose_later_values_its_first_rows_did_not_show(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    """statsmodels' randhie.csv: integers for 1,165 lines, then `.12982`. The type came from the
+    first rows; the value it refuses widens the new table's column (and one of dates that turns to
+    words, text), and the load starts again: every value as the file has it."""
+    lines = ["id,amount,day,big"]
+    for i in range(3000):
+        amount = ".12982" if i == 1500 else str(i % 7)
+        day = "unknown" if i == 2200 else f"2020-01-{1 + i % 28:02d}"
+        big = "9999999999" if i == 2600 else str(i)
+        lines.append(f"{i},{amount},{day},{big}")
+    path = _write(tmp_path / "later.csv", ("\n".join(lines) + "\n").encode())
+    table = table_name("later")
+    logs: list[str] = []
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), dsn=dsn)
+    assert LoadJob(spec, on_log=logs.append).run().rows_loaded == 3000
+    types = dict(conn.execute("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                              "WHERE attrelid = %s::regclass AND attnum > 0", [table]).fetchall())
+    assert types == {"id": "integer", "amount": "numeric", "day": "text", "big": "numeric"}
+    assert sum("does not fit" in line for line in logs) == 3
+    got = conn.execute(sql.SQL("SELECT amount::text, day, big::text FROM {} WHERE id IN (1500, 2200, 2600) "
+                               "ORDER BY id").format(sql.Identifier(table))).fetchall()
+    assert got == [(".12982".replace(".", "0.", 1), "2020-01-17", "1500"), ("2", "unknown", "2200"),
+                   ("3", "2020-01-25", "9999999999")]
+
+
+def test_an_existing_table_is_never_widened(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    path = _write(tmp_path / "later.csv", b"id,amount\n1,2\n2,.5\n")
+    table = table_name("kept")
+    conn.execute(sql.SQL("CREATE TABLE {} (id integer, amount integer)").format(sql.Identifier(table)))
+    with pytest.raises(SluiceError):
+        _load(dsn, path, table, "auto")
+    assert conn.execute(sql.SQL("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                                "%s::regclass AND attname = 'amount'"), [table]).fetchone() == ("integer",)
