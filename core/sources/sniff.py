@@ -148,8 +148,21 @@ def _delimiter(head: str, quote: str) -> str:
     a jsonb column split at its commas lost its first row as a header."""
     scores = {d: _score(_records(head, d, quote)) for d in DELIMITERS}
     best = max(DELIMITERS, key=lambda d: (scores[d], d == ","))
+    if scores[best][1] < 2 and _spaced_table(head, quote):
+        return " "
     tab = scores["\t"]
     return "\t" if tab[1] >= 2 and tab[0] >= scores[best][0] else best
+
+
+def _spaced_table(head: str, quote: str) -> bool:
+    """Whether records that no usual delimiter splits are a table separated by single spaces, as
+    R's write.table writes one by default: every record as wide (three fields or more, quoted
+    ones whole), and most values numbers, which a column of names or prose never is."""
+    records = [r for r in _records(head, " ", quote) if r]
+    if len(records) < 5 or len({len(r) for r in records}) != 1 or len(records[0]) < 3:
+        return False
+    values = [v for r in records[1:] for v in r]
+    return sum(_numberish(v) for v in values) >= 0.5 * len(values)
 
 
 def _numberish(s: str) -> bool:

@@ -445,3 +445,35 @@ def test_an_existing_table_is_never_widened(
         _load(dsn, path, table, "auto")
     assert conn.execute(sql.SQL("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
                                 "%s::regclass AND attname = 'amount'"), [table]).fetchone() == ("integer",)
+
+
+def _r_write_table(path: Path) -> Path:
+    """As R's write.table(row.names = FALSE) writes a data frame: single spaces, strings quoted."""
+    lines = ['"popul" "TVnews" "name" "vote"']
+    lines += [f'{i * 37 % 500} {i % 8} "{"Jo Ann" if i % 3 else "Lee"}" {i % 2}' for i in range(60)]
+    return _write(path, ("\n".join(lines) + "\n").encode())
+
+
+def test_a_table_written_with_single_spaces_is_split_at_them(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    from core.preview import inspect_source
+
+    path = _r_write_table(tmp_path / "anes.txt")
+    info = inspect_source(SourceOptions(str(path)))
+    assert info.options.delimiter == " " and info.columns == ["popul", "TVnews", "name", "vote"]
+    table = table_name("spaced")
+    assert _load(dsn, path, table, "auto", mode=LoadMode.CREATE).rows_loaded == 60
+    assert conn.execute(sql.SQL("SELECT name, vote FROM {} WHERE popul = 37").format(
+        sql.Identifier(table))).fetchall() == [("Jo Ann", 1)]
+
+
+@pytest.mark.parametrize("text", [
+    "Ann Lee\nBo Chen\nCy Diaz\nDee Ng\nEd Ford\nFay Gu\n",  # names: two words a line, no numbers
+    "the cat sat on\nthe mat and then\nslept all day long\nwhile it rained\nand rained on\nthe roof\n",
+])
+def test_lines_of_words_stay_one_column(text: str, tmp_path: Path) -> None:
+    from core.preview import inspect_source
+
+    path = _write(tmp_path / "words.txt", text.encode())
+    assert inspect_source(SourceOptions(str(path))).options.delimiter != " "

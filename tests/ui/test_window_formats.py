@@ -99,3 +99,14 @@ def test_a_marker_kept_as_text_is_said_and_can_apply_everywhere(
     got = conn.execute(sql.SQL("SELECT count(*) FILTER (WHERE dep_time IS NULL), count(*) FILTER (WHERE tailnum "
                                "IS NULL) FROM {}").format(sql.Identifier(table))).fetchone()
     assert got == (10, 14)
+
+
+def test_a_space_delimiter_shows_as_space_and_reads_back(qtbot: Any, window: Any, tmp_path: Path) -> None:
+    """A table R wrote with single spaces: the delimiter box says `space` (a bare space cannot be
+    seen), and the options it gives back split at spaces."""
+    from tests.core.test_defaults import _r_write_table
+
+    w = window
+    _open(qtbot, w, _r_write_table(tmp_path / "anes.txt"))
+    assert w.source_panel.delim_edit.text() == "space"
+    assert w.sources.options().delimiter == " "

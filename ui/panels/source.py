@@ -47,8 +47,8 @@ class SourcePanel(QGroupBox):
         self.format_combo = QComboBox()
         self.format_combo.addItems(FORMATS)
         self.delim_edit = QLineEdit()
-        self.delim_edit.setMaximumWidth(40)
-        self.delim_edit.setToolTip("Field delimiter (\\t for tab); sniffed from the file")
+        self.delim_edit.setMaximumWidth(52)
+        self.delim_edit.setToolTip("Field delimiter (\\t for tab, space for a space); sniffed from the file")
         self.quote_edit = QLineEdit()
         self.quote_edit.setMaximumWidth(30)
         self.header_check = QCheckBox("Header")
@@ -137,7 +137,7 @@ class SourcePanel(QGroupBox):
         """The sniffed options, the preview (malformed records spanning their row) and a status line."""
         o = info.options
         self.format_combo.setCurrentText(o.format or "(auto)")
-        self.delim_edit.setText("\\t" if o.delimiter == "\t" else (o.delimiter or ""))
+        self.delim_edit.setText({"\t": "\\t", " ": "space"}.get(o.delimiter, o.delimiter or ""))
         self.quote_edit.setText(o.quote or "")
         self.header_check.setChecked(o.header is not False)
         self.encoding_edit.setText(o.encoding or "")
@@ -182,7 +182,7 @@ class SourcePanel(QGroupBox):
         return SourceOptions(
             path=self.path_edit.text().strip(),
             format=None if fmt == "(auto)" else fmt,
-            delimiter=("\t" if delim in ("\\t", "tab") else delim) or None,
+            delimiter={"\\t": "\t", "tab": "\t", "space": " "}.get(delim, delim) or None,
             quote=self.quote_edit.text() or None,
             header=self.header_check.isChecked(),
             encoding=self.encoding_edit.text() or None,
