@@ -137,7 +137,8 @@ class SourcePanel(QGroupBox):
         """The sniffed options, the preview (malformed records spanning their row) and a status line."""
         o = info.options
         self.format_combo.setCurrentText(o.format or "(auto)")
-        self.delim_edit.setText({"\t": "\\t", " ": "space"}.get(o.delimiter, o.delimiter or ""))
+        delimiter = o.delimiter or ""
+        self.delim_edit.setText({"\t": "\\t", " ": "space"}.get(delimiter, delimiter))
         self.quote_edit.setText(o.quote or "")
         self.header_check.setChecked(o.header is not False)
         self.encoding_edit.setText(o.encoding or "")
