@@ -54,8 +54,10 @@ ENCODER_QUEUE = 1  # units with the encoder at once: the next is handed the mome
 # Units handed and not yet sent, at most (each holds its text, columns and tuples). Units wait
 # in file order behind the raw chunks read before them, so with 2 the encoder sat idle while
 # the server parsed CSV: 12 sent twice the share as binary (1M mixed rows: 2.9 -> 2.4 s; 5M:
-# 15.5 -> 10.9 s, peak RSS 287 MB).
-UNITS_HELD = 12
+# 15.5 -> 10.9 s, peak RSS 287 MB). Where the server is the slower side, the encoded units wait
+# for the sender up to this cap: on a machine where psql took 26 s over the 5M rows, 12 peaked at
+# 256-313 MB, 8 at 221-252 MB, in the same time (medians of 4 interleaved: 14.70 and 14.69 s).
+UNITS_HELD = 8
 
 
 def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
