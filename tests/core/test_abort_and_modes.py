@@ -13,7 +13,7 @@ from psycopg import sql
 
 from core.errors import BadRowError, ConfigError
 from core.load.job import LoadJob
-from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
+from core.spec import ColumnMap, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.catalogue import all_strategies
 
 TABLE_STRATEGIES = [c.id for c in all_strategies() if not c.script_only]
@@ -78,8 +78,10 @@ def test_create_failure_drops_the_new_table(
     path = tmp_path / "late.csv"
     path.write_text("n\n" + "\n".join(str(i) for i in range(1000)) + "\nnot-a-number\n", encoding="utf-8")
     table = table_name("late")
-    # Sniffing sees integers in its sample; the last row breaks the load, which must leave no table.
-    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), strategy="copy-csv", dsn=dsn)
+    # The user's own type for the column (an inferred one would widen to text and load): the last
+    # row breaks the load, which must leave no table.
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), strategy="copy-csv", dsn=dsn,
+                    columns=[ColumnMap("n", "n", "integer")])
     with pytest.raises(BadRowError):
         LoadJob(spec).run()
     assert conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,)
