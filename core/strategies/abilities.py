@@ -38,11 +38,11 @@ class WarmStarts(Protocol):
 @runtime_checkable
 class ReadsByteRanges(Protocol):
     """Streams that read whole-record byte ranges of the file themselves (parallel-copy);
-    `progress(records, bytes)` is told what they read and sent so far; `delimiter` and `width`
-    (the file's columns) let a stream refuse a slice whose quote swallowed whole records."""
+    each range comes with its records, counted by the cutter that refused any range whose quote
+    swallowed whole records; `progress(records, bytes)` is told what they read and sent so far."""
 
-    def feed_raw(self, ranges: Iterable[tuple[int, int]], path: str, quote: bytes,
-                 progress: Callable[[int, int], None], *, delimiter: bytes = b",", width: int = 0) -> None: ...
+    def feed_raw(self, ranges: Iterable[tuple[int, int, int]], path: str,
+                 progress: Callable[[int, int], None]) -> None: ...
 
 
 @runtime_checkable

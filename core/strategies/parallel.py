@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import polars as pl
@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 _STOP = object()
 
 
-class _Span(tuple[int, int]):
-    """File bytes lo .. hi - 1 (whole records) that a worker reads itself."""
+class _Span(tuple[int, int, int]):
+    """File bytes lo .. hi - 1 (whole records) that a worker reads itself, and their records, which
+    the cutter counted as it looked at them."""
 
 
 def _binary(item: object) -> bool:
@@ -47,7 +48,7 @@ class _Worker(threading.Thread):
         self._fd = -1  # the source file, for byte ranges read here
 
     def run(self) -> None:
-        from core.sources.csv.records import count_records
+        from core.sources.csv.byte_ranges import read_bytes
 
         q = self.owner.queue
         item = q.get()
@@ -63,15 +64,16 @@ class _Worker(threading.Thread):
                             cp.write(binary.header)
                         while item is not _STOP and _binary(item) == (binary is not None):
                             if isinstance(item, _Span):
-                                for part in self._read(item):
-                                    # Counted here, apart from the server's count: a lost part must fail the load.
-                                    data = bytes(part)
-                                    records = count_records(data, self.owner.quote)
-                                    self.records += records
-                                    if data.count(b"\n") > records or b"\x00" in data:
-                                        self.owner.refuse_odd(data)
-                                    cp.write(part)
-                                    self.bytes_sent += len(part)
+                                # Counted, and looked at for swallowed records, by the cutter
+                                # (parallel_run._look), apart from the server's count (a lost
+                                # part must fail the load): read here only to be sent.
+                                self.records += item[2]
+                                for block in read_bytes(self._file(), item[0], item[1]):
+                                    if b"\x00" in block:
+                                        # COPY would refuse it as an encoding error; the parser names its line.
+                                        raise ParseInstead("a NUL byte")
+                                    cp.write(block)
+                                    self.bytes_sent += len(block)
                             else:
                                 data, first_row, rows = item
                                 self.sent.append((first_row, rows))
@@ -91,13 +93,10 @@ class _Worker(threading.Thread):
             if self._fd >= 0:
                 os.close(self._fd)
 
-    def _read(self, span: _Span) -> Iterator[memoryview]:
-        from core.sources.csv.byte_ranges import read_records
-
+    def _file(self) -> int:
         if self._fd < 0:
             self._fd = os.open(self.owner.path, os.O_RDONLY)
-        # feed_raw's reader checked the quotes
-        yield from read_records(self._fd, span[0], span[1], quote=self.owner.quote)
+        return self._fd
 
     def _failed(self, error: BaseException, stopped: bool) -> None:
         self.error = error
@@ -216,38 +215,22 @@ class ParallelCopy(Strategy):
         return self.write_prepared(self.prepare(frame), frame)
 
     path = ""  # feed_raw: the file the workers read
-    quote = b'"'  # feed_raw: the file's quote, for counting its records
-    delimiter = b","  # feed_raw: the file's delimiter and columns, for refuse_odd
-    width = 0
 
-    def refuse_odd(self, data: bytes) -> None:
-        """A slice with a NUL byte, or a quoted field that swallowed whole records
-        (core.sources.csv.swallowed), goes no further as bytes: the parser names its line."""
-        from core.sources.csv import swallowed
-
-        if b"\x00" in data:
-            raise ParseInstead("a NUL byte")
-        found = swallowed.first_found(data, self.delimiter, self.quote, self.width, 1)
-        if found is not None:
-            raise ParseInstead("a quoted field holds whole records (a quote that never closes?)")
-
-    def feed_raw(self, ranges: Iterable[tuple[int, int]], path: str, quote: bytes,
-                 progress: Callable[[int, int], None], *, delimiter: bytes = b",", width: int = 0) -> None:
+    def feed_raw(self, ranges: Iterable[tuple[int, int, int]], path: str,
+                 progress: Callable[[int, int], None]) -> None:
         """The file's own bytes with no reader in between: each worker reads whole-record byte
         ranges itself (cut by the protocol, by quote parity, as parallel_run's per-batch chunks
         are), so the one Python thread that read, cut and counted every chunk no longer takes a
-        core's share. `progress(records, bytes)`: what the streams read and sent so far;
-        `delimiter` and `width` (the file's columns): for refuse_odd."""
+        core's share. Each range comes with its records, which the cutter counted as it looked at
+        them (parallel_run._look, which refuses a range whose quote swallowed records).
+        `progress(records, bytes)`: what the streams read and sent so far."""
         self.path = path
-        self.quote = quote
-        self.delimiter = delimiter
-        self.width = width
 
         def report() -> None:
             progress(sum(w.records for w in self.workers), sum(w.bytes_sent for w in self.workers))
 
-        for lo, hi in ranges:
-            self._put_item(_Span((lo, hi)))
+        for lo, hi, records in ranges:
+            self._put_item(_Span((lo, hi, records)))
             report()
         self._send_stops()
         # The last ranges: progress and cancel still work. join() returns as soon as its worker

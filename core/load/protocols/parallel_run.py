@@ -324,9 +324,8 @@ def feed_byte_ranges(run: RunContext, strategy: Strategy, plan: Plan) -> None:
 
     source = _csv(plan)
     cuts = byte_cuts(source, span, max(1, strategy.ctx.workers), run.target_info)
-    ranges = ((p.lo, p.hi) for p in byte_pieces(cuts, Ranges([])))
-    strategy.feed_raw(ranges, str(source.path), source.dialect.quote.encode(), progress,
-                      delimiter=source.dialect.delimiter.encode(), width=len(plan.source.columns()))
+    ranges = ((p.lo, p.hi, p.records) for p in byte_pieces(cuts, Ranges([])))
+    strategy.feed_raw(ranges, str(source.path), progress)
     plan.source.check_unchanged()
 
 
