@@ -13,6 +13,7 @@ Values that today's rules already type (ISO dates, plain numbers) get no format.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -264,15 +265,34 @@ def _converted(s: pl.Series, fmt: ValueFormat) -> pl.Series:
 
 
 def _readable(s: pl.Series) -> pl.Series:
-    """Per value: whether any format reads it (a timestamp format reads a date alone too)."""
+    """Per value (stripped, none null): whether any format reads it (a timestamp format reads a
+    date alone too).
+
+    A format reads only values its pattern matches, and a number format reads every one of them;
+    a date format may still refuse one (31.02.2024, 25:00). So the patterns are matched in one
+    pass, and only the date formats that match some value are applied: each application is
+    a dozen polars calls, and applying all 26 took 40 ms for four values, a tenth of a small
+    load's whole time, whenever a number column of an existing table held one odd value.
+    """
+    formats = _readers()
+    matched = s.to_frame("v").select(
+        pl.col("v").str.contains(f.pattern).alias(str(i)) for i, f in enumerate(formats))
+    numbers = [str(i) for i, f in enumerate(formats) if f.kind == "number"]
+    fits = matched.select(pl.any_horizontal(numbers)).to_series()
+    for i, fmt in enumerate(formats):
+        if fmt.kind != "number" and bool(matched[str(i)].any()) and not bool(fits.all()):
+            fits = fits | fmt.apply(s).is_not_null()
+    return fits
+
+
+@functools.cache
+def _readers() -> tuple[ValueFormat, ...]:
+    """Every format inference knows, for _readable."""
     formats = [date_format(order, sep, clock) for order in DATE_ORDERS for sep in DATE_SEPARATORS
                for clock in ("24", "12")]
     formats += [date_format("YMD", "-", "only24"), date_format("YMD", "-", "only12")]
     formats += [number_format(t, d) for t, d in NUMBER_STYLES]
-    fits = pl.Series([False] * s.len())
-    for fmt in formats:
-        fits = fits | fmt.apply(s).is_not_null()
-    return fits
+    return tuple(formats)
 
 
 def _all_fit(s: pl.Series, fmt: ValueFormat) -> bool:
