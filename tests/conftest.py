@@ -71,6 +71,49 @@ def embedded_dsn() -> Iterator[str]:
         print(f"embedded server stop: {exc}")
 
 
+# `make test` runs the suite on two processes (pytest-xdist): most of a test's time is the
+# server's answer, not this process's work, so two cores take about half the time. Each process
+# has its own embedded server (its own SLUICE_DATA_DIR); only the machine's server is shared, so
+# every test that uses it runs in one process, in order, and a test that looks at that server's
+# sessions, locks or scratch tables sees only its own. Tests that measure time are marked
+# `alone` and run afterwards, with the machine to themselves.
+MACHINE_SERVER = "machine-server"
+# Files whose tests reach the machine's server outside the `dsn` fixture (pg_dump's source, the relay's).
+_MACHINE_FILES = frozenset({"tests/core/test_pg_dump_scripts.py", "tests/core/test_relay.py",
+                            "tests/core/test_script_parser_fixes.py"})
+
+
+def on_machine_server(nodeid: str) -> bool:
+    """From a test's id alone (all xdist's scheduler has): does it use the machine's server?"""
+    path, _, name = nodeid.partition("::")
+    params = name[name.find("[") + 1:-1].split("-") if name.endswith("]") else []
+    return "external" in params or path in _MACHINE_FILES
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(item, "callspec", None)
+        uses = (params is not None and params.params.get("dsn") == "external") \
+            or bool({"dump_server", "pg_dsn"} & set(getattr(item, "fixturenames", ())))
+        if uses and not on_machine_server(item.nodeid):
+            raise pytest.UsageError(f"{item.nodeid} uses the machine's server: add its file to _MACHINE_FILES")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's own groups (the xdist_group mark) are lost under pytest 9 (a test's id is no longer
+    the string it rewrites): the machine's server's tests are grouped here, by their ids."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class MachineServerInOneProcess(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return MACHINE_SERVER if on_machine_server(nodeid) else nodeid
+
+    return MachineServerInOneProcess(config, log)
+
+
 def _servers() -> list[str]:
     return ["embedded", "external"] if os.environ.get("SLUICE_TEST_DSN") else ["embedded"]
 

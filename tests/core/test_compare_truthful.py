@@ -83,6 +83,7 @@ def _fastest_into_real_table(conn: psycopg.Connection[Any], dsn: str, path: Path
     return min(times, key=lambda s: times[s])
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("copy_taxed", [False, True])
 def test_the_labs_first_place_is_the_fastest_into_the_real_table(
     copy_taxed: bool, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path

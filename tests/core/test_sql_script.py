@@ -177,6 +177,7 @@ def _parse_seconds(path: str) -> float:
     [_digits, _open_quote, _many_rows, _long_statement, _near_miss, _digit_rows, _backslashes, _nested_comments,
      _one_line_semicolons],
 )
+@pytest.mark.alone
 def test_time_per_byte_stays_flat(tmp_path: Path, make: Callable[[int], str]) -> None:
     """Ten times the input takes about ten times as long (generous slack for a noisy machine)."""
     small = _write(tmp_path, make(100_000), "small.sql")
@@ -199,6 +200,7 @@ def _one_line_mixed(n: int) -> str:
     return "INSERT INTO t VALUES (0, 'a');\n" + stmts * (n // len(stmts)) + "\n"
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("make", [_one_line_inserts, _one_line_mixed])
 def test_time_per_byte_stays_flat_with_many_statements_on_one_line(tmp_path: Path, make: Callable[[int], str]) -> None:
     """As above, with more statements: 2 MB of 30-byte INSERTs on one line took 15 s before (quadratic;

@@ -172,6 +172,7 @@ def test_real_multi_line_values_still_load(strategy: str, dsn: str, conn: psycop
     assert got == expected
 
 
+@pytest.mark.alone
 def test_the_scan_is_linear() -> None:
     """No backtracking: a record of many quotes and delimiters takes time in proportion to its size."""
     import time

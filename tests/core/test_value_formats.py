@@ -138,6 +138,7 @@ def test_relative_words_are_not_dates() -> None:
     assert misses is not None and misses.to_list() == ["c", "c", None]
 
 
+@pytest.mark.alone
 def test_conversion_time_grows_linearly() -> None:
     """Linear-time matching (Rust regex through polars): 8x the values, well under 8x squared the time."""
     fmt = parse_format("MM/DD/YYYY hh:MM:SS AM/PM")

@@ -118,6 +118,7 @@ def test_bad_file_shows_an_error_not_a_crash(qtbot: Any, window: Any, tmp_path: 
     assert "line 1" in w.messages[-1]
 
 
+@pytest.mark.alone
 def test_gui_thread_stays_responsive_during_a_big_load(
     qtbot: Any, window: Any, table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
