@@ -152,3 +152,19 @@ def test_conversion_time_grows_linearly() -> None:
     timed(1000)
     small, big = min(timed(20_000) for _ in range(3)), min(timed(160_000) for _ in range(3))
     assert big < small * 30
+
+
+def test_which_values_some_format_reads_matches_applying_every_format() -> None:
+    """_readable applies only the formats whose patterns a value matches: the same answer as all."""
+    from core.value_formats import _readable, _readers
+
+    pool = ["x", "2", "31.02.2024", "01.02.2024", "1,5", "2024-01-02", "3,25", "12:30 pm", "1:00 AM", "25:00",
+            "1.234,5", "12x", "4,5", "03/04/2024 10:00", "13/04/2024", "99/99/9999", "2024-13-01", "1 234,5",
+            "1'234.5", "+3", "-0.5", "12:61", "00:00", "2024/02/29", "2023/02/29", "1e5", "7/4/2024 3:04:05 PM"]
+    rng = random.Random(7)
+    for _ in range(60):
+        s = pl.Series(rng.sample(pool, rng.randint(1, 8)))
+        every = pl.Series([False] * s.len())
+        for fmt in _readers():
+            every = every | fmt.apply(s).is_not_null()
+        assert _readable(s).to_list() == every.to_list(), s.to_list()
