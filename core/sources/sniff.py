@@ -40,6 +40,9 @@ class CsvDialect:
     # Columns where an empty unquoted field is NULL too, beside the marker: a file that writes
     # NULL in one column and leaves a date or boolean empty in another (see _empty_in).
     empty_null: tuple[int, ...] = ()
+    # The header names every column but the first: R's write.table writes its row names as a first
+    # column without a name (`"mpg" "cyl"` over `"Mazda RX4" 21 6`); the reader names it row_names.
+    row_names: bool = False
 
 
 _COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
@@ -159,7 +162,9 @@ def _spaced_table(head: str, quote: str) -> bool:
     R's write.table writes one by default: every record as wide (three fields or more, quoted
     ones whole), and most values numbers, which a column of names or prose never is."""
     records = [r for r in _records(head, " ", quote) if r]
-    if len(records) < 5 or len({len(r) for r in records}) != 1 or len(records[0]) < 3:
+    if len(records) < 5 or len({len(r) for r in records[1:]}) != 1 or len(records[1]) < 3:
+        return False
+    if len(records[0]) not in (len(records[1]), len(records[1]) - 1):  # (a header without the row names' name)
         return False
     values = [v for r in records[1:] for v in r]
     return sum(_numberish(v) for v in values) >= 0.5 * len(values)
@@ -230,7 +235,20 @@ def sniff_csv(
     empty_null: tuple[int, ...] = ()
     if null is None:
         null, null_columns, null_seen, empty_null = sniff_null(text, delimiter, q, header)
-    return CsvDialect(enc, delimiter, q, header, null, bom, null_columns, null_seen, newline, empty_null)
+    return CsvDialect(enc, delimiter, q, header, null, bom, null_columns, null_seen, newline, empty_null,
+                      row_names=bool(header) and _row_names(records))
+
+
+def _row_names(records: list[list[str]]) -> bool:
+    """Whether the header is one field short of every record below it (R's write.table with row
+    names): the records, five or more, all as wide, and that width two or more. Not when every
+    record ends in an empty field: that is a delimiter at the end of each data line, and naming
+    a first column would shift every value one column along."""
+    rest = [r for r in records[1:] if r]
+    if len(rest) < 5 or not records[0] or all(not r[-1].strip() for r in rest):
+        return False
+    widths = {len(r) for r in rest}
+    return len(widths) == 1 and len(records[0]) + 1 == widths.pop() >= 2
 
 
 def _empty_in(columns: list[_ColumnSample], null: str, applies: tuple[int, ...] | None) -> tuple[int, ...]:

@@ -44,6 +44,7 @@ WARM_CHUNK_BYTES = 1 << 20
 # and it parses a MB more slowly than the reader looks at one.
 FIRST_CHUNK_BYTES = 256 << 10
 MAX_RECORD_BYTES = 64 << 20  # one record longer than this means a quote that never closes
+ROW_NAMES = "row_names"  # the name of R's unnamed row-name column (sniff.CsvDialect.row_names)
 
 
 class CsvSource(CsvRecordParsing, Source):
@@ -127,6 +128,8 @@ class CsvSource(CsvRecordParsing, Source):
         if self.dialect.header:
             self._header_end = cut
             self._header_lines = first[:cut].count(b"\n")
+            if self.dialect.row_names:
+                fields = [ROW_NAMES, *fields]
             return _unique_names([f.strip() or f"column_{i + 1}" for i, f in enumerate(fields)])
         return [f"column_{i + 1}" for i in range(len(fields))]
 
