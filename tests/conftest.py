@@ -103,7 +103,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's own groups (the xdist_group mark) are lost under pytest 9 (a test's id is no longer
     the string it rewrites): the machine's server's tests are grouped here, by their ids."""
-    if config.getvalue("dist") != "loadgroup":
+    if config.getvalue("dist") not in ("load", "loadgroup"):  # (`-n 2` alone means "load")
         return None
     from xdist.scheduler import LoadGroupScheduling
 
