@@ -43,6 +43,11 @@ class CsvDialect:
     # The header names every column but the first: R's write.table writes its row names as a first
     # column without a name (`"mpg" "cyl"` over `"Mazda RX4" 21 6`); the reader names it row_names.
     row_names: bool = False
+    # Lines of notes above the header (a statistics office's title, source and units): the table
+    # starts below them. The header then may end in one empty name more than the records hold
+    # (BLS: `Series id,Year,Period,Value,` over `LNS14000000Q,1959,Q01,5.8`): `extra_name`.
+    skip_lines: int = 0
+    extra_name: bool = False
 
 
 _COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
@@ -221,11 +226,17 @@ def sniff_csv(
     head = text[:65536] if text.count("\n", 0, 65536) >= 20 else text
     if not delimiter:
         delimiter = _delimiter(head, q)
+    skip_lines, extra_name = 0, False
+    if header is not False:
+        skip_lines, extra_name = _notes_above(head, delimiter, q)
+        if skip_lines:
+            text = _after_lines(text, skip_lines)
+            head = text[:65536] if text.count("\n", 0, 65536) >= 20 else text
     records = _records(head, delimiter, q)
     if header is None:
         header = True
         if records and len(records) > 1:
-            first = records[0]
+            first = records[0][:-1] if extra_name else records[0]
             if any(_numberish(v) for v in first) and not _period_labels(first, records[1:]):
                 header = False
             elif any(not v.strip() for v in first[1:]) or (len(first) == 1 and not first[0].strip()):
@@ -236,7 +247,82 @@ def sniff_csv(
     if null is None:
         null, null_columns, null_seen, empty_null = sniff_null(text, delimiter, q, header)
     return CsvDialect(enc, delimiter, q, header, null, bom, null_columns, null_seen, newline, empty_null,
-                      row_names=bool(header) and _row_names(records))
+                      row_names=bool(header) and _row_names(records),
+                      skip_lines=skip_lines if header else 0, extra_name=bool(header) and extra_name)
+
+
+# Notes longer than this are not looked past: the file is then read from its first line.
+NOTES_MAX_LINES = 60
+
+
+def _notes_above(head: str, delimiter: str, quote: str) -> tuple[int, bool]:
+    """(lines of notes above the table, whether its header ends in one empty name too many).
+
+    Only where the first record does not fit the table below it (such a file loaded nothing
+    before: every record but the first was malformed): the table starts at the first record
+    that fits, followed by five records as wide as most; blank lines in between are passed over.
+    Notes are never taken for rows: the table's first record must be a header (names, not
+    numbers), and no note may be as wide as the table or mostly numbers, else nothing is skipped
+    and the file's first records are refused at their lines, as before.
+    """
+    recs = _records_at(head, delimiter, quote)
+    widths = Counter(len(r) for _, r in recs if r)
+    if not widths:
+        return 0, False
+    width = widths.most_common(1)[0][0]
+    if width < 2:
+        return 0, False
+
+    def fits(r: list[str]) -> tuple[bool, bool]:
+        extra = len(r) == width + 1 and not r[-1].strip()
+        return len(r) in (width, width - 1) or extra, extra
+
+    for i, (line, r) in enumerate(recs):
+        if line >= NOTES_MAX_LINES:
+            break
+        ok, extra = fits(r)
+        below = [len(b) for _, b in recs[i + 1:] if b][:5]
+        if ok and len(below) == 5 and all(w == width for w in below):
+            if i and not _names(r[:-1] if extra else r):
+                break
+            return line, extra  # (0 when the table starts at the top, as almost every file's does)
+        if i == 0 and (len(r) == width or extra):
+            break  # the first record fits: no notes, whatever follows it
+        if len(r) == width or _mostly_numbers(r):
+            break  # a record of the table's own shape, or of numbers: not a note
+    return 0, False
+
+
+def _names(record: list[str]) -> bool:
+    return bool(record) and not any(_numberish(v) for v in record) and all(v.strip() for v in record[1:])
+
+
+def _mostly_numbers(record: list[str]) -> bool:
+    values = [v for v in record if v.strip()]
+    return bool(values) and sum(_numberish(v) for v in values) * 2 > len(values)
+
+
+def _records_at(text: str, delimiter: str, quote: str) -> list[tuple[int, list[str]]]:
+    """The records with the (0-based) line each starts on."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar=quote)
+    out: list[tuple[int, list[str]]] = []
+    line = 0
+    try:
+        for rec in reader:
+            out.append((line, rec))
+            line = reader.line_num
+    except csv.Error:
+        pass
+    return out[:-1] if len(out) > 1 else out
+
+
+def _after_lines(text: str, lines: int) -> str:
+    at = 0
+    for _ in range(lines):
+        at = text.find("\n", at) + 1
+        if not at:
+            return ""
+    return text[at:]
 
 
 def _row_names(records: list[list[str]]) -> bool:

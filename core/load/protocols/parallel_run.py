@@ -22,7 +22,7 @@ from core.load.protocols.per_batch import open_book, per_batch_error
 from core.load.rejects import RejectWriter
 from core.sources.abilities import RawCsvChunks, RawCsvSource, copy_reads_as_is
 from core.sources.csv.byte_ranges import Ranges, byte_pieces, raw_pieces
-from core.sources.csv.records import EndsInQuote, first_record_end, lend_numpy, record_cuts
+from core.sources.csv.records import EndsInQuote, after_lines, first_record_end, lend_numpy, record_cuts
 from core.sources.many import load_fingerprint
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.abilities import ReadsByteRanges
@@ -200,10 +200,11 @@ def data_span(plan: Plan) -> tuple[int, int] | None:
         with open(path, "rb") as f:
             f.seek(start)
             head = f.read(1 << 20)
-        cut = first_record_end(head, d.quote.encode())
-        if not cut:
+        notes = after_lines(head, d.skip_lines) if d.skip_lines else 0  # notes above the table
+        cut = first_record_end(head[notes:], d.quote.encode())
+        if not cut or (d.skip_lines and not notes):
             return None  # a header longer than 1 MB (or the whole file): the reader's path copes
-        start += cut
+        start += notes + cut
     return start, size
 
 

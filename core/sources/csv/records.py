@@ -402,3 +402,13 @@ def _not_newline_or(quote: bytes) -> bytes:
     """Every byte but the newline and `quote`: what count_records drops before counting."""
     keep = b"\n" + quote
     return bytes(b for b in range(256) if b not in keep)
+
+
+def after_lines(buf: bytes, lines: int) -> int:
+    """The offset just past the first `lines` newlines of `buf`; 0 if it holds fewer."""
+    at = 0
+    for _ in range(lines):
+        at = buf.find(b"\n", at) + 1
+        if not at:
+            return 0
+    return at

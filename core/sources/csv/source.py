@@ -21,6 +21,7 @@ from core.sources.base import BadRecord, Batch, ParseLater, RawChunk, Source, re
 from core.sources.csv import swallowed
 from core.sources.csv.parse import CsvRecordParsing
 from core.sources.csv.records import (
+    after_lines,
     count_byte,
     field_cut,
     has_bare_quote,
@@ -98,10 +99,16 @@ class CsvSource(CsvRecordParsing, Source):
 
     def _read_header(self) -> list[str]:
         first = b""
+        notes = 0  # bytes of the notes above the table (sniff: skip_lines)
         for data in self._utf8_blocks(1 << 20):
             first += data
-            cut = self._first_record_end(first)
+            if self.dialect.skip_lines and not notes:
+                notes = after_lines(first, self.dialect.skip_lines)
+                if not notes:
+                    continue
+            cut = self._first_record_end(first[notes:])
             if cut:
+                cut += notes
                 break
             if len(first) > MAX_RECORD_BYTES:
                 raise SourceError(f"the first record does not end within {MAX_RECORD_BYTES >> 20} MB "
@@ -119,7 +126,7 @@ class CsvSource(CsvRecordParsing, Source):
                 "binary?); give the file's encoding",
                 path=str(self.path), line=1,
             )
-        record = first[:cut].decode("utf-8", errors="replace")
+        record = first[notes:cut].decode("utf-8", errors="replace")
         try:
             fields = next(csv.reader(io.StringIO(record, newline=""), delimiter=self.dialect.delimiter,
                                      quotechar=self.dialect.quote))
@@ -130,10 +137,13 @@ class CsvSource(CsvRecordParsing, Source):
             self._header_lines = first[:cut].count(b"\n")
             if self.dialect.row_names:
                 fields = [ROW_NAMES, *fields]
+            if self.dialect.extra_name and fields and not fields[-1].strip():
+                fields = fields[:-1]
             return _unique_names([f.strip() or f"column_{i + 1}" for i, f in enumerate(fields)])
         return [f"column_{i + 1}" for i in range(len(fields))]
 
     def _first_record_end(self, buf: bytes) -> int:
+        """Where the first record of `buf` ends (quotes may hold newlines); 0 if it does not."""
         q = self.dialect.quote.encode()
         pos = 0
         while True:
@@ -499,3 +509,4 @@ def _unique_names(names: list[str]) -> list[str]:
             seen[n] = 1
             out.append(n)
     return out
+
