@@ -226,13 +226,15 @@ def sniff_csv(
     head = text[:65536] if text.count("\n", 0, 65536) >= 20 else text
     if not delimiter:
         delimiter = _delimiter(head, q)
+    records = _records(head, delimiter, q)
     skip_lines, extra_name = 0, False
-    if header is not False:
+    if header is not False and records and _score(records)[1] not in (0, len(records[0])):
+        # The first record is not as wide as most: notes above the table? (parsed once more only then)
         skip_lines, extra_name = _notes_above(head, delimiter, q)
         if skip_lines:
             text = _after_lines(text, skip_lines)
             head = text[:65536] if text.count("\n", 0, 65536) >= 20 else text
-    records = _records(head, delimiter, q)
+            records = _records(head, delimiter, q)
     if header is None:
         header = True
         if records and len(records) > 1:
