@@ -120,7 +120,15 @@ class Said:
 
 
 def say_source(plan: Any, log: Any) -> Said:
-    """Log the NULL marker (where it applied, where not, how to change it) and the value formats."""
+    """Log where the table starts and what its header leaves out, the NULL marker (where it
+    applied, where not, how to change it) and the value formats."""
+    dialect = getattr(plan.source, "dialect", None)  # a CSV file's (core.sources.sniff.CsvDialect)
+    n = getattr(dialect, "skip_lines", 0)
+    if n:
+        log(f"the table starts at line {n + 1}: the {n} lines above it are notes, not loaded "
+            "(untick Header, or --no-header, to read the file from its first line)")
+    if getattr(dialect, "row_names", False):
+        log("the header names every column but the first (R's row names): that column loads as row_names")
     found = report(plan.source)
     if found is not None:
         for line in found.lines():

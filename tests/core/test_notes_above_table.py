@@ -73,8 +73,10 @@ def test_the_table_loads_every_row_exactly(strategy: str, dsn: str, conn: Any,
     path = tmp_path / "bls.csv"
     path.write_text(BLS, encoding="utf-8")
     table = table_name("bls")
+    said: list[str] = []
     LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), strategy=strategy,
-                     dsn=dsn)).run()
+                     dsn=dsn), on_log=said.append).run()
+    assert any(line.startswith("the table starts at line 8: the 7 lines above it are notes") for line in said)
     got = conn.execute(sql.SQL('SELECT "Series id", "Year", "Period", "Value"::text FROM {} ORDER BY 2, 3')
                        .format(sql.Identifier(table))).fetchall()
     assert got == BLS_ROWS

@@ -62,8 +62,10 @@ def test_r_files_load_with_their_row_names(strategy: str, dsn: str, conn: Any,
     path = tmp_path / "mtcars.txt"
     path.write_text(MTCARS, encoding="utf-8")
     table = table_name("mtcars")
+    said: list[str] = []
     LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), strategy=strategy,
-                     dsn=dsn)).run()
+                     dsn=dsn), on_log=said.append).run()
+    assert any("R's row names" in line for line in said)
     ident = sql.Identifier(table)
     got = conn.execute(sql.SQL("SELECT row_names, mpg::text, cyl, disp, hp FROM {} ORDER BY row_names")
                        .format(ident)).fetchall()
