@@ -15,7 +15,8 @@ from core.errors import SluiceError
 from core.load.job import LoadJob
 from core.preview import inspect_source
 from core.sources.sniff import sniff_csv
-from core.spec import LoadMode, LoadSpec, SourceOptions, TargetSpec
+from core.spec import LoadSpec, SourceOptions, TargetSpec
+from tests.core.test_row_names import create_from
 
 # As the BLS writes a series (statsmodels ships one): notes, blank lines, then a header that ends
 # in a delimiter over records that do not.
@@ -70,12 +71,8 @@ def test_a_file_that_starts_with_its_table_has_no_notes(tmp_path: Path, text: st
 @pytest.mark.parametrize("strategy", ["auto", "copy-csv", "copy-binary", "parallel-copy", "executemany"])
 def test_the_table_loads_every_row_exactly(strategy: str, dsn: str, conn: Any,
                                            table_name: Callable[[str], str], tmp_path: Path) -> None:
-    path = tmp_path / "bls.csv"
-    path.write_text(BLS, encoding="utf-8")
     table = table_name("bls")
-    said: list[str] = []
-    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), strategy=strategy,
-                     dsn=dsn), on_log=said.append).run()
+    said = create_from(BLS, tmp_path / "bls.csv", table, strategy, dsn)
     assert any(line.startswith("the table starts at line 8: the 7 lines above it are notes") for line in said)
     got = conn.execute(sql.SQL('SELECT "Series id", "Year", "Period", "Value"::text FROM {} ORDER BY 2, 3')
                        .format(sql.Identifier(table))).fetchall()

@@ -56,26 +56,28 @@ def test_other_files_have_no_row_names(tmp_path: Path, text: str) -> None:
     assert not sniff_csv(str(path)).row_names
 
 
-@pytest.mark.parametrize("strategy", ["auto", "copy-csv", "copy-binary", "executemany"])
-def test_r_files_load_with_their_row_names(strategy: str, dsn: str, conn: Any,
-                                           table_name: Callable[[str], str], tmp_path: Path) -> None:
-    path = tmp_path / "mtcars.txt"
-    path.write_text(MTCARS, encoding="utf-8")
-    table = table_name("mtcars")
+def create_from(text: str, path: Path, table: str, strategy: str, dsn: str) -> list[str]:
+    """Write `text` to `path` and load it into a new table; the load's log lines."""
+    path.write_text(text, encoding="utf-8")
     said: list[str] = []
     LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), strategy=strategy,
                      dsn=dsn), on_log=said.append).run()
+    return said
+
+
+@pytest.mark.parametrize("strategy", ["auto", "copy-csv", "copy-binary", "executemany"])
+def test_r_files_load_with_their_row_names(strategy: str, dsn: str, conn: Any,
+                                           table_name: Callable[[str], str], tmp_path: Path) -> None:
+    table = table_name("mtcars")
+    said = create_from(MTCARS, tmp_path / "mtcars.txt", table, strategy, dsn)
     assert any("R's row names" in line for line in said)
     ident = sql.Identifier(table)
     got = conn.execute(sql.SQL("SELECT row_names, mpg::text, cyl, disp, hp FROM {} ORDER BY row_names")
                        .format(ident)).fetchall()
     assert got == sorted(MTCARS_ROWS)
 
-    path = tmp_path / "commas.csv"
-    path.write_text(COMMAS, encoding="utf-8")
     table = table_name("commas")
-    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=LoadMode.CREATE), strategy=strategy,
-                     dsn=dsn)).run()
+    create_from(COMMAS, tmp_path / "commas.csv", table, strategy, dsn)
     got = conn.execute(sql.SQL("SELECT row_names::text, x::text, y, label FROM {} ORDER BY 1")
                        .format(sql.Identifier(table))).fetchall()
     assert got == [("1", "0.5", 2, "a, b"), ("2", "1.5", 3, "c"), ("3", None, 4, "d"), ("4", "2.5", 5, "e"),
