@@ -1,5 +1,6 @@
-"""CSV/TSV: the file decoded to UTF-8 and cut into whole records (csv_records says where
-records end), then parsed by polars (csv_parse), or passed to COPY as they are.
+"""CSV/TSV: the file decoded to UTF-8 and cut into whole records (csv.records says where
+records end), then parsed by polars (csv.parse), or passed to COPY as they are. The records
+start below the header (csv.header: the notes above it, the column names).
 
 The same cut feeds three consumers: polars parsing (mapped loads), COPY of the
 file's own bytes (the fast path), and the streams of parallel-copy.
@@ -8,9 +9,7 @@ file's own bytes (the fast path), and the streams of parallel-copy.
 from __future__ import annotations
 
 import codecs
-import csv
 import dataclasses
-import io
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 
@@ -19,9 +18,9 @@ import polars as pl
 from core.errors import SourceError
 from core.sources.base import BadRecord, Batch, ParseLater, RawChunk, Source, rebatch_parts
 from core.sources.csv import swallowed
+from core.sources.csv.header import read_header
 from core.sources.csv.parse import CsvRecordParsing
 from core.sources.csv.records import (
-    after_lines,
     count_byte,
     field_cut,
     has_bare_quote,
@@ -45,7 +44,6 @@ WARM_CHUNK_BYTES = 1 << 20
 # and it parses a MB more slowly than the reader looks at one.
 FIRST_CHUNK_BYTES = 256 << 10
 MAX_RECORD_BYTES = 64 << 20  # one record longer than this means a quote that never closes
-ROW_NAMES = "row_names"  # the name of R's unnamed row-name column (sniff.CsvDialect.row_names)
 
 
 class CsvSource(CsvRecordParsing, Source):
@@ -66,9 +64,10 @@ class CsvSource(CsvRecordParsing, Source):
             )
         except (OSError, LookupError, UnicodeError) as exc:
             raise SourceError(f"cannot read the file: {exc}", path=str(self.path)) from None
-        self._header_end = 0  # byte offset (in UTF-8 stream) of the first data record
-        self._header_lines = 0  # lines the header takes
-        self._columns = self._read_header()
+        header = read_header(self._utf8_blocks(1 << 20), self.dialect, str(self.path), MAX_RECORD_BYTES)
+        self._header_end = header.end  # byte offset (in UTF-8 stream) of the first data record
+        self._header_lines = header.lines  # lines above it: notes and the header
+        self._columns = header.names
         self.null_columns = self._null_columns(options)
         self.empty_null_columns = self._empty_null_columns(options)
 
@@ -96,63 +95,6 @@ class CsvSource(CsvRecordParsing, Source):
         return [self._columns[i] for i in d.empty_null if i < len(self._columns)]
 
     # -- shape --------------------------------------------------------------------------
-
-    def _read_header(self) -> list[str]:
-        first = b""
-        notes = 0  # bytes of the notes above the table (sniff: skip_lines)
-        for data in self._utf8_blocks(1 << 20):
-            first += data
-            if self.dialect.skip_lines and not notes:
-                notes = after_lines(first, self.dialect.skip_lines)
-                if not notes:
-                    continue
-            cut = self._first_record_end(first[notes:])
-            if cut:
-                cut += notes
-                break
-            if len(first) > MAX_RECORD_BYTES:
-                raise SourceError(f"the first record does not end within {MAX_RECORD_BYTES >> 20} MB "
-                                  "(a quote that never closes?)", path=str(self.path), line=1)
-        else:
-            cut = len(first)
-            if b"\r" in first.strip():
-                raise SourceError("its lines end in a bare carriage return (old Mac style), which is not "
-                                  "supported; convert the line endings to LF or CRLF", path=str(self.path))
-        if not first.strip():
-            raise SourceError("the file is empty", path=str(self.path))
-        if b"\x00" in first[:cut]:
-            raise SourceError(
-                f"the first record contains NUL bytes: this is not {self.dialect.encoding} text (UTF-16? "
-                "binary?); give the file's encoding",
-                path=str(self.path), line=1,
-            )
-        record = first[notes:cut].decode("utf-8", errors="replace")
-        try:
-            fields = next(csv.reader(io.StringIO(record, newline=""), delimiter=self.dialect.delimiter,
-                                     quotechar=self.dialect.quote))
-        except csv.Error as exc:
-            raise SourceError(f"cannot read the first record: {exc}", path=str(self.path), line=1) from None
-        if self.dialect.header:
-            self._header_end = cut
-            self._header_lines = first[:cut].count(b"\n")
-            if self.dialect.row_names:
-                fields = [ROW_NAMES, *fields]
-            if self.dialect.extra_name and fields and not fields[-1].strip():
-                fields = fields[:-1]
-            return _unique_names([f.strip() or f"column_{i + 1}" for i, f in enumerate(fields)])
-        return [f"column_{i + 1}" for i in range(len(fields))]
-
-    def _first_record_end(self, buf: bytes) -> int:
-        """Where the first record of `buf` ends (quotes may hold newlines); 0 if it does not."""
-        q = self.dialect.quote.encode()
-        pos = 0
-        while True:
-            nl = buf.find(b"\n", pos)
-            if nl < 0:
-                return 0
-            if buf.count(q, 0, nl) % 2 == 0:
-                return nl + 1
-            pos = nl + 1
 
     def columns(self) -> list[str]:
         return list(self._columns)
@@ -496,17 +438,4 @@ def _joined(group: list[RawChunk]) -> RawChunk:
     return RawChunk(b"".join(c.data for c in group), group[-1].bytes_read, any(c.odd for c in group),
                     sum(c.records for c in group) if counted else -1, sum(c.lines for c in group) if counted else -1,
                     unswallowed=all(c.unswallowed for c in group), ends=ends)
-
-
-def _unique_names(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        if n in seen:
-            seen[n] += 1
-            out.append(f"{n}_{seen[n]}")
-        else:
-            seen[n] = 1
-            out.append(n)
-    return out
 
