@@ -128,14 +128,7 @@ def _encoding(raw: bytes) -> tuple[str, int]:
 
 
 def _records(text: str, delimiter: str, quote: str) -> list[list[str]]:
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar=quote)
-    out: list[list[str]] = []
-    try:
-        for rec in reader:
-            out.append(rec)
-    except csv.Error:
-        pass
-    return out[:-1] if len(out) > 1 else out  # the last record may be cut by the sample
+    return [r for _, r in _records_at(text, delimiter, quote)]
 
 
 def _score(records: list[list[str]]) -> tuple[float, int]:
@@ -232,7 +225,7 @@ def sniff_csv(
         # The first record is not as wide as most: notes above the table? (parsed once more only then)
         skip_lines, extra_name = _notes_above(head, delimiter, q)
         if skip_lines:
-            text = _after_lines(text, skip_lines)
+            text = text.split("\n", skip_lines)[-1]  # (the notes were read from the text: it holds them)
             head = text[:65536] if text.count("\n", 0, 65536) >= 20 else text
             records = _records(head, delimiter, q)
     if header is None:
@@ -305,7 +298,8 @@ def _mostly_numbers(record: list[str]) -> bool:
 
 
 def _records_at(text: str, delimiter: str, quote: str) -> list[tuple[int, list[str]]]:
-    """The records with the (0-based) line each starts on."""
+    """The records with the (0-based) line each starts on; the last is left out when the sample
+    may have cut it."""
     reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar=quote)
     out: list[tuple[int, list[str]]] = []
     line = 0
@@ -317,14 +311,6 @@ def _records_at(text: str, delimiter: str, quote: str) -> list[tuple[int, list[s
         pass
     return out[:-1] if len(out) > 1 else out
 
-
-def _after_lines(text: str, lines: int) -> str:
-    at = 0
-    for _ in range(lines):
-        at = text.find("\n", at) + 1
-        if not at:
-            return ""
-    return text[at:]
 
 
 def _row_names(records: list[list[str]]) -> bool:
