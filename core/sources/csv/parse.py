@@ -191,14 +191,16 @@ class CsvRecordParsing:
             last = frame.get_column(frame.columns[-1])
             if not last.null_count():
                 return True  # a short row leaves its last field null: none is, so none is short
-            if ends is not None and len(ends) == frame.height and last.null_count() * 8 <= frame.height:
-                # (Counting the delimiters inside every value took as long as the parse.)
-                delimiter, quote = self.dialect.delimiter.encode(), self.dialect.quote.encode()
-                for i in last.is_null().arg_true().to_list():
-                    start = int(ends[i - 1]) + 1 if i else 0
-                    if count_fields(data[start:int(ends[i])], delimiter, quote) != n:
-                        return False
-                return True
+            if ends is not None and len(ends) == frame.height:
+                unsure = self._unsure_rows(data, frame, ends)
+                if len(unsure) * 8 <= frame.height:
+                    # (Counting the delimiters inside every value took as long as the parse.)
+                    delimiter, quote = self.dialect.delimiter.encode(), self.dialect.quote.encode()
+                    for i in unsure.tolist():
+                        start = int(ends[i - 1]) + 1 if i else 0
+                        if count_fields(data[start:int(ends[i])], delimiter, quote) != n:
+                            return False
+                    return True
         # (With a null marker, polars fills a missing field with "" instead: count.)
         d = self.dialect.delimiter
         total = data.count(d.encode())
@@ -210,6 +212,29 @@ class CsvRecordParsing:
             ).item()
             total -= int(in_values or 0)
         return total == frame.height * (n - 1)
+
+    def _unsure_rows(self, data: bytes, frame: pl.DataFrame, ends: Any) -> Any:
+        """The rows whose last field came out null and might be short, as a numpy array.
+
+        A record that ends in the delimiter has an empty, unquoted last field; when the field
+        before it has a value, that value is not the record's last field, so the record has all
+        its fields (polars refuses more). Only the other rows need their fields counted: on the
+        mixed shape, 2% of the rows a null note cost 30% of the parse counted one by one.
+        """
+        import numpy as np  # (the reader's numpy found `ends`)
+
+        rows = frame.get_column(frame.columns[-1]).is_null().arg_true().to_numpy().astype(np.int64)
+        if not len(rows):
+            return rows
+        b = np.frombuffer(data, dtype=np.uint8)
+        stops = ends[rows].astype(np.int64)
+        starts = np.where(rows > 0, ends[np.maximum(rows - 1, 0)].astype(np.int64) + 1, 0)
+        at = stops - 1
+        cr = (at >= starts) & (b[np.maximum(at, 0)] == 13)
+        at -= cr
+        ending = (at >= starts) & (b[np.maximum(at, 0)] == ord(self.dialect.delimiter))
+        valued = frame.get_column(frame.columns[-2]).is_not_null().to_numpy()[rows]
+        return rows[~(ending & valued)]
 
     def _parse_slow(
         self, data: bytes, first_row: int, first_line: int, offset: int
