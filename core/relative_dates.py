@@ -99,6 +99,12 @@ class RelativeDates:
                     raise kind(first.described(), path=str(source.path), line=first.line)
                 yield part
 
+    def check(self, source: Source, batch: Batch) -> None:
+        """Raise as apply() does without `with_bad`, at the batch's first bad record: refused
+        (RefusedValue) or malformed (SourceError), each naming its line."""
+        for _part in self.apply(source, iter([batch]), with_bad=False):
+            pass
+
     def _split(self, source: Source, batch: Batch) -> Iterator[Batch]:
         frame = batch.frame
         mask = self.mask(frame)

@@ -206,7 +206,7 @@ class PgTextSource(Source):
         if group:  # (the last chunk ends the file: its position is the file's size)
             yield _unit(group, self.size, row, line, offset)
 
-    def parse_later(self, unit: ParseLater, batch_rows: int) -> list[Batch]:
+    def parse_later(self, unit: ParseLater, batch_rows: int, *, guarded: bool = True) -> list[Batch]:
         """The records raw_or_parsed() left to parse, in batches; a malformed record, or a value
         the client refuses, raises SourceError naming its line."""
         frame, bad, _lines = self._parse_chunk(unit.chunk.data, unit.row, unit.line)
@@ -214,7 +214,7 @@ class PgTextSource(Source):
             raise SourceError(bad[0].reason, path=str(self.path), line=bad[0].line)
         start = (unit.row, self._progress(unit.offset))
         parsed = rebatch_parts(iter([(frame, unit.chunk.bytes_read, bad)]), batch_rows, 0, start=start)
-        if self.refuse is not None:  # (its columns are cheaper to look at than the unit's bytes)
+        if self.refuse is not None and guarded:  # (its columns are cheaper to look at than the unit's bytes)
             parsed = self.refuse.apply(self, parsed, with_bad=False)  # raises at the first refused row
         return list(parsed)
 

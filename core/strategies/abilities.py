@@ -34,6 +34,8 @@ class WarmStarts(Protocol):
 
     def write_warm(self, data: bytes, records: int) -> None: ...
 
+    def typed(self, prepared: object) -> bool: ...
+
 
 @runtime_checkable
 class ReadsByteRanges(Protocol):

@@ -320,6 +320,12 @@ class CopyBinary(_CopyStrategy):
         binary = arrow.encode(frame) if arrow is not None else None
         return binary if binary is not None else text_copy_rows(frame)
 
+    @staticmethod
+    def typed(prepared: object) -> bool:
+        """What prepare() made is binary: every value was typed exactly, none of them a relative
+        date word (core.relative_dates), which no exact date or time form takes."""
+        return isinstance(prepared, memoryview)
+
     def write(self, frame: pl.DataFrame) -> int:
         return self.write_prepared(self.prepare(frame), frame)
 

@@ -306,3 +306,79 @@ def test_a_scripts_scan_finds_a_word_across_its_blocks(tmp_path: Path) -> None:
     assert RelativeDates.file_may_hold(path, block=7)
     path.write_bytes(b"no such word here " * 10)
     assert not RelativeDates.file_may_hold(path, block=5)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "pgtext"])
+@pytest.mark.parametrize("bad", ["", "after", "before"])
+def test_an_unguarded_unit_leaves_the_words_to_its_caller(fmt: str, bad: str, tmp_path: Path) -> None:
+    """parse_later(guarded=False), as the warm start's encoder asks, does not look for the words
+    (a batch typed exactly holds none; the encoder looks in a batch that goes as text). A batch
+    holding a malformed record still names the first bad record in file order (CSV; PostgreSQL's
+    text format names a malformed record first, guarded or not)."""
+    from core.errors import RefusedValue, SourceError
+    from core.relative_dates import RelativeDates
+    from core.sources.base import ParseLater
+    from core.sources.factory import open_source
+
+    sep = "," if fmt == "csv" else "\t"
+    lines = [sep.join([str(i), "Yesterday" if i == 4500 else "2024-01-05", "\\N" if i == 1 else f"note {i}"])
+             for i in range(6000)]  # (a \N tells PostgreSQL's text format)
+    if bad:
+        lines[4510 if bad == "after" else 4490] = "short"
+    path = tmp_path / ("warm.csv" if fmt == "csv" else "warm.txt")
+    path.write_text(sep.join(["id", "d", "note"]) + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    source = open_source(SourceOptions(path=str(path)))
+    assert source.format == fmt
+    source.refuse = RelativeDates((("d", "d"),))
+
+    def read_all() -> int:
+        rows = 0
+        for item in source.raw_or_parsed(lambda: True, 1000, unit_bytes=64 << 10, raw_bytes=8 << 10):
+            assert isinstance(item, ParseLater)
+            rows += sum(b.frame.height for b in source.parse_later(item, 1000, guarded=False))
+        return rows
+
+    if not bad:
+        assert read_all() == 6000
+        return
+    with pytest.raises(SourceError) as raised:
+        read_all()
+    if bad == "after" and fmt == "csv":
+        assert isinstance(raised.value, RefusedValue) and raised.value.line == 4502, raised.value
+    else:
+        assert not isinstance(raised.value, RefusedValue) and raised.value.line == (4512 if bad == "after" else 4492)
+
+
+@pytest.mark.parametrize("at", [None, 4000])
+def test_the_warm_encoder_looks_only_at_batches_that_go_as_text(
+    at: int | None, dsn: str, conn: psycopg.Connection[Any], dated: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every unit left to the encoder: a batch typed exactly is not looked at again; the one
+    holding the word cannot be typed, is looked at, and the word is named at its line."""
+    from core.relative_dates import RelativeDates
+
+    monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 8 << 10)
+    monkeypatch.setattr("core.load.warm_start._Flow.decide", lambda self, ready: True)
+    looked: list[int] = []
+    check = RelativeDates.check
+
+    def counted(self: RelativeDates, source: Any, batch: Any) -> None:
+        looked.append(batch.first_row)
+        check(self, source, batch)
+
+    monkeypatch.setattr(RelativeDates, "check", counted)
+    path = tmp_path / "warm.csv"
+    path.write_text("id,d,ts,note\n" + "".join(
+        f"{i},{'tomorrow' if i == at else '2024-01-05'},2024-01-05 10:00:00,now {i}\n" for i in range(6000)),
+        encoding="utf-8")
+    spec = _spec(path, dated, dsn, "copy-binary", ErrorPolicy.ABORT, batch_rows=500)
+    if at is None:
+        assert LoadJob(spec).run().rows_loaded == 6000
+        assert looked == []
+        return
+    with pytest.raises(SluiceError) as raised:
+        LoadJob(spec).run()
+    assert f"line {at + 2}" in str(raised.value) and "'tomorrow'" in str(raised.value)
+    assert looked == [at - at % 500] and _rows(conn, dated) == []
