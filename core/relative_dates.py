@@ -7,7 +7,8 @@ the target, column-wise with polars; `epoch` and `±infinity` are fixed values a
 
 A load whose target has no such column (or whose source types its values, a Parquet date)
 has no guard at all, so it costs nothing. With one, a parsed batch costs one regular
-expression per guarded column, and the file's own bytes (COPY's raw path) are scanned once
+expression per guarded column (in copy-binary's warm start only a batch that goes as text: one
+typed exactly holds no such word), and the file's own bytes (COPY's raw path) are scanned once
 for the words; only a chunk that holds one is parsed to see whether the word stands in a
 guarded column (free text saying "now" elsewhere does not stop the raw path, though text
 full of such words costs the raw path a parse of its chunks on the reader's thread).
