@@ -127,9 +127,15 @@ def _offsets(t: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
     k3 = ~zulu & sign[3]
     k5 = ~zulu & ~k3 & sign[1]
     k6 = ~zulu & ~k3 & ~k5 & sign[0] & (t[3] == _sep(":"))
-    kind = np.select([zulu, k3, k5, k6], [1, 3, 5, 6], 0)
-    hours = np.select([k3, k5, k6], [_pair(t[4], t[5]), _pair(t[2], t[3]), _pair(t[1], t[2])], 0)
-    minutes = np.where(k5 | k6, _pair(t[4], t[5]), 0)
+    # The four kinds exclude each other: each row's hour digits are picked by multiplying with
+    # its kind's flag and adding (bytes, one pair read after), where np.select over three pairs
+    # read in full took most of this function's time.
+    kind = zulu * np.uint8(1) + k3 * np.uint8(3) + k5 * np.uint8(5) + k6 * np.uint8(6)
+    tens = t[4] * k3 + t[2] * k5 + t[1] * k6
+    ones = t[5] * k3 + t[3] * k5 + t[2] * k6
+    hours = _pair(tens, ones)  # (0 where no kind has hours: zulu, or no offset)
+    has_minutes = k5 | k6
+    minutes = _pair(t[4] * has_minutes, t[5] * has_minutes)
     ok = zulu | ((kind > 0) & (hours <= 15) & (minutes <= 59))
     east = (hours * 60 + minutes) * 60_000_000
     negative = (k3 & (t[3] == minus)) | (k5 & (t[1] == minus)) | (k6 & (t[0] == minus))
@@ -148,6 +154,14 @@ def _rows(s: pl.Series, widths: tuple[int, ...]) -> tuple[np.ndarray[Any, Any], 
     it had values (null rows are blank); None unless every value has one of `widths`.
     Read from the Arrow buffers: each polars call costs some 0.1 ms a batch, and asking it for
     the lengths, the nulls and a filled copy took a third of a date column's time."""
+    if max(widths) <= _INLINE:
+        inline = _inline(s)
+        if inline is not None:
+            data, lengths, valid = inline
+            width = int(lengths[0])
+            if width not in widths or lengths.min() != lengths.max():
+                return None
+            return np.ascontiguousarray((data[:, :width] - _ZERO).T), valid
     column = _strings(s)
     if column is None:
         return None
@@ -156,9 +170,12 @@ def _rows(s: pl.Series, widths: tuple[int, ...]) -> tuple[np.ndarray[Any, Any], 
     width = int(lengths[0])
     if width not in widths or lengths.min() != lengths.max():
         return None
-    n, start = len(valid), int(offsets[0])
-    if int(offsets[-1]) - start == n * width:  # no nulls (or empty ones): one contiguous buffer
-        data = raw[start:start + n * width].reshape(n, width)
+    n, start, count = len(valid), int(offsets[0]), len(lengths)
+    if int(offsets[-1]) - start == count * width:  # the values end to end (nulls hold no bytes)
+        data = raw[start:start + count * width].reshape(count, width)
+        if count < n:  # each value into its row, blank rows between (a gather by index took 3 times as long)
+            rows, data = data, np.full((n, width), ord(" "), dtype=np.uint8)
+            data[valid] = rows
     else:
         blank = np.full(width, ord(" "), dtype=np.uint8)
         data = np.concatenate((raw, blank))[offsets[:-1, None] + np.arange(width)]  # (past the end: blank)
@@ -166,6 +183,46 @@ def _rows(s: pl.Series, widths: tuple[int, ...]) -> tuple[np.ndarray[Any, Any], 
     # Digits become 0-9 and everything else 10-255 (uint8 wraps); positions as rows, so each
     # field's digits are contiguous arrays.
     return np.ascontiguousarray((data - _ZERO).T), valid
+
+
+_INLINE = 12  # an Arrow string view holds a value of up to 12 bytes itself, after its length
+
+
+def _string_views(s: pl.Series) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """polars' own string views of a text column, exported without a copy (as large_string, every
+    value was copied: a fifth of a date column's time): (the Arrow array, its views as rows of four
+    int32 - length, prefix or bytes, buffer, offset - and where not null); None when the column
+    holds no value or is not plain text."""
+    n = len(s)
+    nulls = s.null_count()
+    if not n or nulls == n:
+        return None
+    arrow = s.to_arrow(compat_level=pl.CompatLevel.newest())
+    if str(arrow.type) != "string_view":
+        return None
+    views = np.frombuffer(arrow.buffers()[1], dtype=np.int32).reshape(-1, 4)[arrow.offset:arrow.offset + n]
+    return arrow, views, _validity(arrow, n, nulls)
+
+
+def _inline(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """(each row's 12 bytes in its view, as rows; the values' lengths; where not null), read in
+    place; None unless every value is short enough to lie in its view (a date is)."""
+    found = _string_views(s)
+    if found is None:
+        return None
+    arrow, views, valid = found
+    lengths = views[valid, 0]
+    if lengths.max() > _INLINE:
+        return None
+    rows = np.frombuffer(arrow.buffers()[1], dtype=np.uint8).reshape(-1, 16)[arrow.offset:arrow.offset + len(s)]
+    return rows[:, 4:], lengths, valid
+
+
+def _validity(arrow: Any, n: int, nulls: int) -> np.ndarray[Any, Any]:
+    if not nulls:
+        return np.ones(n, dtype=bool)
+    bits = np.unpackbits(np.frombuffer(arrow.buffers()[0], dtype=np.uint8), bitorder="little")
+    return bits[arrow.offset:arrow.offset + n].astype(bool)
 
 
 def _strings(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
@@ -218,18 +275,28 @@ _YEAR_START, _LEAP = _year_tables()
 _MONTH_DAYS = np.array([[0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31],
                         [0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]], dtype=np.int32)
 _MONTH_START = np.concatenate((np.zeros((2, 1), dtype=np.int32), np.cumsum(_MONTH_DAYS, axis=1)[:, :-1]), axis=1)
+# By year * 13 + month (month 0 a filler): the days from 1970-01-01 to the month's first day, and
+# the month's length. One lookup each, where the year's start, its leap flag and the month's
+# start and length (two of them by [leap, month]) took a third of a date column's time.
+_FIRST_DAY = (_YEAR_START[:, None] + _MONTH_START[_LEAP.astype(np.intp)]).astype(np.int32).ravel()
+_MONTH_LENGTH = _MONTH_DAYS[_LEAP.astype(np.intp)].astype(np.uint8).ravel()
 
 
 def _days(d: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Days since 1970-01-01 of the leading `yyyy-mm-dd`, and where it is a real day."""
     ok = _digits(d, (0, 1, 2, 3, 5, 6, 8, 9)) & (d[4] == _sep("-")) & (d[7] == _sep("-"))
-    # Non-digits make numbers out of range: clipped, so the tables can be indexed (ok is False there).
+    # Non-digits make numbers out of range (never negative: bytes minus '0' wrap to 10-255),
+    # capped so the tables can be indexed (ok is False there).
     year, month, day = _number(d, 0, 4), _number(d, 5, 2), _number(d, 8, 2)
     ok &= (year >= 1) & (year <= 9999) & (month >= 1) & (month <= 12) & (day >= 1)
-    year, month = np.clip(year, 0, 9999), np.clip(month, 0, 12)
-    leap = _LEAP[year].astype(np.int32)
-    ok &= day <= _MONTH_DAYS[leap, month]
-    return _YEAR_START[year] + _MONTH_START[leap, month] + day - 1, ok
+    at = np.minimum(year, 9999)
+    at *= 13
+    at += np.minimum(month, 12)
+    ok &= day <= _MONTH_LENGTH[at]
+    days = _FIRST_DAY[at]
+    days += day
+    days -= 1
+    return days, ok
 
 
 def _series(s: pl.Series, values: np.ndarray[Any, Any], ok: np.ndarray[Any, Any], dtype: Any) -> pl.Series:
