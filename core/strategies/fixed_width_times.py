@@ -151,7 +151,7 @@ def _pair(tens: np.ndarray[Any, Any], ones: np.ndarray[Any, Any]) -> np.ndarray[
 
 def _rows(s: pl.Series, widths: tuple[int, ...]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
     """The column's bytes minus '0', one row per character position (width, n), and where
-    it had values (null rows are blank); None unless every value has one of `widths`.
+    it had values (null rows hold no digits); None unless every value has one of `widths`.
     Read from the Arrow buffers: each polars call costs some 0.1 ms a batch, and asking it for
     the lengths, the nulls and a filled copy took a third of a date column's time."""
     if max(widths) <= _INLINE:
@@ -188,11 +188,11 @@ def _rows(s: pl.Series, widths: tuple[int, ...]) -> tuple[np.ndarray[Any, Any], 
 _INLINE = 12  # an Arrow string view holds a value of up to 12 bytes itself, after its length
 
 
-def _string_views(s: pl.Series) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
-    """polars' own string views of a text column, exported without a copy (as large_string, every
-    value was copied: a fifth of a date column's time): (the Arrow array, its views as rows of four
-    int32 - length, prefix or bytes, buffer, offset - and where not null); None when the column
-    holds no value or is not plain text."""
+def _inline(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """(each row's 12 bytes in its view, as rows; the values' lengths; where not null), read in
+    place from polars' own string views, exported without a copy (as large_string, every value
+    was copied: a fifth of a date column's time); None unless every value is short enough to lie
+    in its view (a date is), or when the column holds no value or is not plain text."""
     n = len(s)
     nulls = s.null_count()
     if not n or nulls == n:
@@ -200,22 +200,13 @@ def _string_views(s: pl.Series) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[A
     arrow = s.to_arrow(compat_level=pl.CompatLevel.newest())
     if str(arrow.type) != "string_view":
         return None
-    views = np.frombuffer(arrow.buffers()[1], dtype=np.int32).reshape(-1, 4)[arrow.offset:arrow.offset + n]
-    return arrow, views, _validity(arrow, n, nulls)
-
-
-def _inline(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
-    """(each row's 12 bytes in its view, as rows; the values' lengths; where not null), read in
-    place; None unless every value is short enough to lie in its view (a date is)."""
-    found = _string_views(s)
-    if found is None:
-        return None
-    arrow, views, valid = found
-    lengths = views[valid, 0]
+    # Each view: the value's length (int32), then the value itself when it fits in 12 bytes.
+    views = np.frombuffer(arrow.buffers()[1], dtype=np.uint8).reshape(-1, 16)[arrow.offset:arrow.offset + n]
+    valid = _validity(arrow, n, nulls)
+    lengths = views[:, :4].copy().view(np.int32).ravel()[valid]
     if lengths.max() > _INLINE:
         return None
-    rows = np.frombuffer(arrow.buffers()[1], dtype=np.uint8).reshape(-1, 16)[arrow.offset:arrow.offset + len(s)]
-    return rows[:, 4:], lengths, valid
+    return views[:, 4:], lengths, valid
 
 
 def _validity(arrow: Any, n: int, nulls: int) -> np.ndarray[Any, Any]:
@@ -236,11 +227,7 @@ def _strings(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], 
     if str(arrow.type) != "large_string":
         return None
     offsets = np.frombuffer(arrow.buffers()[1], dtype=np.int64, count=n + 1, offset=arrow.offset * 8)
-    raw = np.frombuffer(arrow.buffers()[2], dtype=np.uint8)
-    if not nulls:
-        return offsets, raw, np.ones(n, dtype=bool)
-    bits = np.unpackbits(np.frombuffer(arrow.buffers()[0], dtype=np.uint8), bitorder="little")
-    return offsets, raw, bits[arrow.offset:arrow.offset + n].astype(bool)
+    return offsets, np.frombuffer(arrow.buffers()[2], dtype=np.uint8), _validity(arrow, n, nulls)
 
 
 _ZERO = np.uint8(ord("0"))
