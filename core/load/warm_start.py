@@ -57,7 +57,10 @@ ENCODER_QUEUE = 1  # units with the encoder at once: the next is handed the mome
 # 15.5 -> 10.9 s, peak RSS 287 MB). Where the server is the slower side, the encoded units wait
 # for the sender up to this cap: on a machine where psql took 26 s over the 5M rows, 12 peaked at
 # 256-313 MB, 8 at 221-252 MB, in the same time (medians of 4 interleaved: 14.70 and 14.69 s).
-UNITS_HELD = 8
+# Once the encoder was a tenth faster (2026-11-27), more of its units waited: 8 peaked at 265-283
+# MB over the 5M rows; 6 at 249-262 in the same time (7.92 s both, 4 interleaved), and 4 at
+# 239-243, but on the temporal shape 4 took 8% longer where 6 took what 8 did.
+UNITS_HELD = 6
 
 
 def stream_warm(run: RunContext, strategy: Strategy, plan: Plan) -> None:
