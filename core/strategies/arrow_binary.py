@@ -25,8 +25,10 @@ import polars as pl
 # Shapes polars parses exactly as PostgreSQL does (anything else goes to the text converters).
 # Year 0000 is refused by PostgreSQL but read by polars as 1 BC, hence the year's shape.
 _YEAR = r"([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9])"
-_TS = r"^" + _YEAR + r"-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
-_TSTZ = r"^" + _YEAR + r"-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$"
+# Seconds may be left out (`2024-01-05 10:02`, as spreadsheets and strftime("%H:%M") write it):
+# PostgreSQL reads the time as 10:02:00.
+_TS = r"^" + _YEAR + r"-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$"
+_TSTZ = r"^" + _YEAR + r"-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([+-]\d{2}(:?\d{2})?|Z)$"
 _DATE = r"^" + _YEAR + r"-\d{2}-\d{2}$"
 _TIME = r"^\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
 _UUID = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
@@ -100,8 +102,9 @@ def _timestamp(s: pl.Series) -> pl.Series:
     # half the time of str.to_datetime (chrono's format-driven parser). Hours past 23 and
     # leap seconds stay null, so PostgreSQL reads them (24:00 is next midnight there).
     c = pl.col("s")
-    hour, minute, second = (c.str.slice(i, 2).cast(pl.Int64, strict=False) for i in (11, 14, 17))
-    micros = pl.when(c.str.len_bytes() == 19).then(0).otherwise(
+    hour, minute = (c.str.slice(i, 2).cast(pl.Int64, strict=False) for i in (11, 14))
+    second = pl.when(c.str.len_bytes() == 16).then(0).otherwise(c.str.slice(17, 2).cast(pl.Int64, strict=False))
+    micros = pl.when(c.str.len_bytes() <= 19).then(0).otherwise(
         c.str.slice(20).str.pad_end(6, "0").cast(pl.Int64, strict=False))
     day = c.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False).cast(pl.Datetime("us")).cast(pl.Int64)
     instant = day + ((hour * 60 + minute) * 60 + second) * 1_000_000 + micros
@@ -120,8 +123,9 @@ def _timestamptz(s: pl.Series, naive_utc: bool = False) -> pl.Series:
     fixed = fixed_timestamptz(s, naive_utc)  # timestamps of one width, any offsets: numpy and a few slices
     if fixed is not None:
         return fixed
-    t = (s.str.replace("T", " ").str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})$", "${1}:00")
-         .str.replace(r"([+-]\d{2})(\d{2})$", "${1}:${2}"))
+    t = (s.str.replace("T", " ").str.replace(r"Z$", "+00:00")
+         .str.replace(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2})([+-]|$)", "${1}:00${2}")  # no seconds: :00
+         .str.replace(r"([+-]\d{2})$", "${1}:00").str.replace(r"([+-]\d{2})(\d{2})$", "${1}:${2}"))
     parsed = (t.str.to_datetime("%Y-%m-%d %H:%M:%S%.f%:z", time_unit="us", strict=False)
               .dt.convert_time_zone("UTC").dt.replace_time_zone(None))
     with_offset = _where(s, _TSTZ, parsed)

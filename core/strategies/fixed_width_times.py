@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 _DATE_WIDTH = 10
-_TS_WIDTHS = (19, 21, 22, 23, 24, 25, 26)  # no decimals, or a dot and 1-6 of them
+_TS_WIDTHS = (16, 19, 21, 22, 23, 24, 25, 26)  # no seconds; seconds; a dot and 1-6 decimals
 
 
 def fixed_dates(s: pl.Series) -> pl.Series | None:
@@ -57,11 +57,16 @@ def _micros(d: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[A
     each row is exactly that."""
     width = d.shape[0]
     days, ok = _days(d)
-    ok &= ((d[10] == _sep(" ")) | (d[10] == _sep("T"))) & (d[13] == _sep(":")) & (d[16] == _sep(":"))
-    ok &= _digits(d, (11, 12, 14, 15, 17, 18))
-    hour, minute, second = _number(d, 11, 2), _number(d, 14, 2), _number(d, 17, 2)
-    ok &= (hour <= 23) & (minute <= 59) & (second <= 59)
-    instant = ((days.astype(np.int64) * 24 + hour) * 60 + minute) * 60 + second
+    ok &= ((d[10] == _sep(" ")) | (d[10] == _sep("T"))) & (d[13] == _sep(":"))
+    ok &= _digits(d, (11, 12, 14, 15))
+    hour, minute = _number(d, 11, 2), _number(d, 14, 2)
+    ok &= (hour <= 23) & (minute <= 59)
+    instant = ((days.astype(np.int64) * 24 + hour) * 60 + minute) * 60
+    if width > 16:  # (16: `yyyy-mm-dd hh:mm`, no seconds, which PostgreSQL reads as :00)
+        ok &= (d[16] == _sep(":")) & _digits(d, (17, 18))
+        second = _number(d, 17, 2)
+        ok &= second <= 59
+        instant += second
     micros = instant * 1_000_000
     if width > 19:
         places = width - 20
@@ -103,9 +108,13 @@ def _stamp_rows(s: pl.Series, *, with_offset: bool, naive_utc: bool = False
         kind, shift, ok_offset = _offsets(windows[ends - _PAD, :_PAD].T)
         ok &= (ok_offset | (kind == 0)) if naive_utc else ok_offset  # (no offset: kind 0, shift 0)
         length = length - kind
-    ok &= (length >= 19) & (length <= _FULL) & (length != 20)  # (a dot with no decimals is no shape)
+    # 16 (no seconds) or 19-26, not a dot with no decimals (20), nor a minute cut short (17, 18).
+    ok &= (length >= 16) & (length <= _FULL) & (length != 17) & (length != 18) & (length != 20)
     d = np.ascontiguousarray(windows[starts].T)  # positions as rows, as _rows lays them out
-    # Past a row's own end, the shape's own filler (rows shorter than 19 are not ok whatever they read).
+    # Past a row's own end, the shape's own filler (rows shorter than 16 are not ok whatever they read).
+    d[16] = np.where(length > 16, d[16], _sep(":"))
+    d[17] = np.where(length > 16, d[17], 0)
+    d[18] = np.where(length > 16, d[18], 0)
     d[19] = np.where(length > 19, d[19], _sep("."))
     for j in range(20, _FULL):
         d[j] = np.where(j < length, d[j], 0)
