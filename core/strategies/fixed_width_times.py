@@ -12,7 +12,8 @@ length, have each row's bytes laid into the 26-character shape first, then the s
 arithmetic reads them.
 
 Only the exact shape is typed: four-digit years 0001-9999, real calendar days, hours 0-23,
-minutes and seconds 0-59, and 1-6 decimals. Any other row comes back null, so its batch
+minutes and seconds 0-59 (seconds may be left out: `10:02` is 10:02:00, as PostgreSQL reads it),
+and 1-6 decimals. Any other row comes back null, so its batch
 goes to the server as text, as arrow_binary's polars path does. Dates of several widths
 return None: the caller takes the polars path.
 """
@@ -39,7 +40,7 @@ def fixed_dates(s: pl.Series) -> pl.Series | None:
 
 
 def fixed_timestamps(s: pl.Series) -> pl.Series | None:
-    """`yyyy-mm-dd hh:mm:ss[.f]` (space or T) as microseconds, null where not exactly that;
+    """`yyyy-mm-dd hh:mm[:ss[.f]]` (space or T) as microseconds, null where not exactly that;
     None when the column holds no value or is not plain text."""
     rows = _rows(s, _TS_WIDTHS)
     if rows is None:
@@ -53,7 +54,7 @@ def fixed_timestamps(s: pl.Series) -> pl.Series | None:
 
 
 def _micros(d: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Microseconds since 1970 of `yyyy-mm-dd hh:mm:ss[.f]` rows (positions as rows), and where
+    """Microseconds since 1970 of `yyyy-mm-dd hh:mm[:ss[.f]]` rows (positions as rows), and where
     each row is exactly that."""
     width = d.shape[0]
     days, ok = _days(d)
@@ -76,7 +77,7 @@ def _micros(d: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[A
 
 
 def fixed_timestamptz(s: pl.Series, naive_utc: bool = False) -> pl.Series | None:
-    """`yyyy-mm-dd hh:mm:ss[.f]` then an offset (`+05:30`, `-0800`, `+09`, `Z`), as the UTC instant
+    """`yyyy-mm-dd hh:mm[:ss[.f]]` then an offset (`+05:30`, `-0800`, `+09`, `Z`), as the UTC instant
     in microseconds, null where not exactly that (or an offset past 15:59, which PostgreSQL
     judges itself); None when the column holds no value or is not plain text. With `naive_utc`
     (the session's TimeZone is UTC), a value with no offset is that time in UTC."""
