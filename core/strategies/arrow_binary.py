@@ -30,7 +30,7 @@ _YEAR = r"([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9])"
 _TS = r"^" + _YEAR + r"-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$"
 _TSTZ = r"^" + _YEAR + r"-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([+-]\d{2}(:?\d{2})?|Z)$"
 _DATE = r"^" + _YEAR + r"-\d{2}-\d{2}$"
-_TIME = r"^\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
+_TIME = r"^\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$"
 _UUID = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 _FLOAT_WORD = r"(?i)^[+-]?(inf|infinity|nan)$"
 _NONZERO_MANTISSA = r"^[^eE]*[1-9]"
@@ -135,7 +135,11 @@ def _timestamptz(s: pl.Series, naive_utc: bool = False) -> pl.Series:
 
 
 def _time(s: pl.Series) -> pl.Series:
-    return _where(s, _TIME, s.str.to_time("%H:%M:%S%.f", strict=False))
+    seconds = s.str.to_time("%H:%M:%S%.f", strict=False)
+    if seconds.null_count() == s.null_count():
+        return _where(s, _TIME, seconds)
+    minutes = s.str.to_time("%H:%M", strict=False)  # `10:02`: PostgreSQL reads 10:02:00
+    return _where(s, _TIME, pl.select(pl.coalesce(seconds, minutes).alias(s.name)).to_series())
 
 
 def _uuid(s: pl.Series) -> pl.Series:
@@ -254,6 +258,7 @@ class ArrowEncoder:
         }
         self._encoders = encoders
         self._new = ArrowToPostgresBinaryEncoder.new_with_encoders
+        self.untyped: tuple[str, str] | None = None  # the last batch sent as text: a column, and its first such value
 
     def header(self) -> bytes:
         return bytes(self._new(self.schema, self._encoders).write_header())
@@ -267,6 +272,8 @@ class ArrowEncoder:
             text = frame.get_column(name)
             typed = col.parse(text) if text.dtype == pl.String else text
             if typed.null_count() != text.null_count():
+                first = text.filter(typed.is_null() & text.is_not_null()).head(1).to_list()
+                self.untyped = (name, str(first[0])[:60] if first else "")
                 return None
             array = typed.to_arrow()
             # Most columns come out of polars in their Arrow type already: no cast (and no

@@ -363,8 +363,10 @@ class CopyBinary(_CopyStrategy):
     def _tell_once(self) -> None:
         if self._arrow is not None and not self._told:
             self._told = True
-            self.ctx.log("copy-binary: a batch holds values polars does not read exactly as PostgreSQL does "
-                         "(e.g. infinity, 24:00, rounding decimals); such batches go as text COPY")
+            column, value = self._arrow.untyped or ("", "")
+            which = f"column {column!r} holds {value!r}, which is" if column else "a batch holds values"
+            self.ctx.log(f"copy-binary: {which} not typed here exactly as PostgreSQL reads it (e.g. infinity, "
+                         "24:00, a decimal to round); such batches go as text COPY, which the server parses")
 
     def _switch(self, fmt: str) -> None:
         if fmt == self._format:

@@ -227,12 +227,13 @@ def test_numeric_stores_what_the_server_parses(
 def test_timestamps_without_seconds_go_as_binary(
     dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
-    """`2024-01-05 10:02` (no seconds) is typed in the client, not sent as text batch by batch
+    """`2024-01-05 10:02` and `10:02` (no seconds) are typed in the client, not sent as text batch by batch
     (a 1M-row file of them took 1.0-1.1 s by copy-binary, psql 0.77), and lands as the server reads it."""
     path = tmp_path / "minutes.csv"
-    path.write_text("ts,tz\n" + "".join(f"2024-01-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d},"
-                                       f"2024-01-05 10:{i % 60:02d}+05:30\n" for i in range(3000)), encoding="utf-8")
-    columns = "ts timestamp, tz timestamptz"
+    path.write_text("ts,tz,t\n" + "".join(f"2024-01-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d},"
+                                         f"2024-01-05 10:{i % 60:02d}+05:30,{i % 24:02d}:{i % 60:02d}\n"
+                                         for i in range(3000)), encoding="utf-8")
+    columns = "ts timestamp, tz timestamptz, t time"
     ref, got = table_name("ref"), table_name("bin")
     for name in (ref, got):
         conn.execute(sql.SQL("CREATE TABLE {} (" + columns + ")").format(sql.Identifier(name)))  # fixed DDL
@@ -241,6 +242,25 @@ def test_timestamps_without_seconds_go_as_binary(
     spec = LoadSpec(SourceOptions(str(path)), TargetSpec(got, mode=LoadMode.APPEND), dsn=dsn, strategy="copy-binary")
     LoadJob(spec, on_log=log.append).run()
     assert not [m for m in log if "go as text COPY" in m], log
-    query = "SELECT ts::text, tz::text FROM {} ORDER BY 1, 2"
+    query = "SELECT ts::text, tz::text, t::text FROM {} ORDER BY 1, 2, 3"
     assert (conn.execute(sql.SQL(query).format(sql.Identifier(got))).fetchall()
             == conn.execute(sql.SQL(query).format(sql.Identifier(ref))).fetchall())
+
+
+def test_the_log_names_the_column_that_went_as_text(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A column the client does not type exactly sends its batches as text: the log names it and
+    its first such value, so a user knows which column costs the speed."""
+    path = tmp_path / "odd.csv"
+    path.write_text("ts,tz,d,n,f,b,t\n" + "".join(
+        f"2020-01-01 10:00:00,,{'infinity' if i == 40 else '2020-01-02'},,,,10:02\n" for i in range(100)),
+        encoding="utf-8")
+    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
+    _load(dsn, path, ref, "copy-csv")
+    log: list[str] = []
+    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(got, mode=LoadMode.APPEND), dsn=dsn,
+                     strategy="copy-binary"), on_log=log.append).run()
+    assert _rows(conn, got) == _rows(conn, ref)
+    told = [m for m in log if "go as text COPY" in m]
+    assert len(told) == 1 and "column 'd' holds 'infinity'" in told[0], log
