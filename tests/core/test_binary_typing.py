@@ -64,6 +64,19 @@ def _assert_binary_stores_what_csv_stores(
     assert _rows(conn, got) == _rows(conn, ref)
 
 
+def _binary_equals_csv_logged(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], path: Path
+) -> list[str]:
+    """copy-binary's load of `path` stores what copy-csv's does; its log lines."""
+    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
+    _load(dsn, path, ref, "copy-csv")
+    logs: list[str] = []
+    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(got, mode=LoadMode.APPEND), dsn=dsn,
+                     strategy="copy-binary"), on_log=logs.append).run()
+    assert _rows(conn, got) == _rows(conn, ref)
+    return logs
+
+
 @pytest.mark.parametrize("line", _GOOD)
 def test_binary_stores_what_the_server_would(
     line: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
@@ -103,12 +116,7 @@ def test_timestamptz_with_no_offset_lands_in_the_sessions_zone(
     path = tmp_path / "naive.csv"
     stamps = ["2021-03-14 02:30:00", "2021-11-07 01:30:00", "1966-02-15 05:49:13.131292", "2020-02-29 23:59:59.5"]
     path.write_text("ts,tz,d,n,f,b,t\n" + "".join(f"{s[:19]},{s},,,,,\n" for s in stamps * 50), encoding="utf-8")
-    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
-    _load(zoned, path, ref, "copy-csv")
-    logs: list[str] = []
-    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(got, mode=LoadMode.APPEND), dsn=zoned,
-                     strategy="copy-binary"), on_log=logs.append).run()
-    assert _rows(conn, got) == _rows(conn, ref)
+    logs = _binary_equals_csv_logged(zoned, conn, table_name, path)
     as_text = any("go as text COPY" in line for line in logs)
     assert as_text == (zone not in ("UTC", "Etc/UTC"))
 
@@ -256,11 +264,6 @@ def test_the_log_names_the_column_that_went_as_text(
     path.write_text("ts,tz,d,n,f,b,t\n" + "".join(
         f"2020-01-01 10:00:00,,{'infinity' if i == 40 else '2020-01-02'},,,,10:02\n" for i in range(100)),
         encoding="utf-8")
-    ref, got = _table(conn, table_name("ref")), _table(conn, table_name("bin"))
-    _load(dsn, path, ref, "copy-csv")
-    log: list[str] = []
-    LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(got, mode=LoadMode.APPEND), dsn=dsn,
-                     strategy="copy-binary"), on_log=log.append).run()
-    assert _rows(conn, got) == _rows(conn, ref)
+    log = _binary_equals_csv_logged(dsn, conn, table_name, path)
     told = [m for m in log if "go as text COPY" in m]
     assert len(told) == 1 and "column 'd' holds 'infinity'" in told[0], log
