@@ -62,15 +62,19 @@ def _ints(dtype: pl.DataType | type[pl.DataType]) -> Callable[[pl.Series], pl.Se
     return lambda s: _cast(s, dtype)
 
 
-def _float8(s: pl.Series) -> pl.Series:
-    v = _cast(s, pl.Float64)
-    if not (v.is_infinite() | (v == 0)).any():
-        return v
-    # polars turns 1e400 into inf and 1e-400 into 0, where PostgreSQL refuses both.
-    t = _strip(s)
-    overflow = v.is_infinite() & ~t.str.contains(_FLOAT_WORD)
-    underflow = (v == 0) & t.str.contains(_NONZERO_MANTISSA)
-    return pl.select(pl.when(overflow | underflow).then(None).otherwise(v)).to_series()
+def _floats(dtype: type[pl.Float32] | type[pl.Float64]) -> Callable[[pl.Series], pl.Series]:
+    """double precision or real. polars parses straight to the width asked (a string read as
+    Float32 is rounded once, as PostgreSQL's strtof does, not first to a double and then again)."""
+    def parse(s: pl.Series) -> pl.Series:
+        v = _cast(s, dtype)
+        if not (v.is_infinite() | (v == 0)).any():
+            return v
+        # polars turns 1e400 (1e39 as real) into inf and 1e-400 into 0, where PostgreSQL refuses both.
+        t = _strip(s)
+        overflow = v.is_infinite() & ~t.str.contains(_FLOAT_WORD)
+        underflow = (v == 0) & t.str.contains(_NONZERO_MANTISSA)
+        return pl.select(pl.when(overflow | underflow).then(None).otherwise(v)).to_series()
+    return parse
 
 
 def _bool(s: pl.Series) -> pl.Series:
@@ -179,7 +183,7 @@ class ArrowColumn:
 
 # The target types with an exact Arrow form (numeric only with a precision, up to 38 digits).
 _FIXED_TYPES = frozenset({
-    "smallint", "integer", "bigint", "double precision", "boolean", "date", "timestamp without time zone",
+    "smallint", "integer", "bigint", "double precision", "real", "boolean", "date", "timestamp without time zone",
     "timestamp with time zone", "time without time zone", "uuid", "text", "character varying", "character",
     "json", "jsonb",
 })
@@ -192,6 +196,11 @@ def _binary_form(pg_type: str) -> bool:
     if m.group(1) == "numeric":
         return m.group(3) is not None and int(m.group(3)) <= 38
     return m.group(1) in _FIXED_TYPES
+
+
+def untypable(columns: list[str], types: list[str]) -> list[tuple[str, str]]:
+    """The (column, type) pairs with no exact Arrow form: what sends a load's rows as text."""
+    return [(c, t) for c, t in zip(columns, types) if not _binary_form(t)]
 
 
 def typable(types: list[str]) -> bool:
@@ -211,7 +220,8 @@ def arrow_columns(columns: list[str], types: list[str], utc: bool = False) -> li
         "smallint": (_ints(pl.Int16), pa.int16()),
         "integer": (_ints(pl.Int32), pa.int32()),
         "bigint": (_ints(pl.Int64), pa.int64()),
-        "double precision": (_float8, pa.float64()),
+        "double precision": (_floats(pl.Float64), pa.float64()),
+        "real": (_floats(pl.Float32), pa.float32()),
         "boolean": (_bool, pa.bool_()),
         "date": (_date, pa.date32()),
         "timestamp without time zone": (_timestamp, pa.timestamp("us")),

@@ -14,7 +14,7 @@ import psycopg
 from psycopg import sql
 
 from core.batch_size import DEFAULT_BATCH_ROWS, byte_sized
-from core.strategies.arrow_binary import ArrowEncoder, arrow_columns
+from core.strategies.arrow_binary import ArrowEncoder, arrow_columns, untypable
 from core.strategies.base import Strategy, WriteFailed, register
 
 _LINE = re.compile(r"COPY [^,]*, line (\d+)")
@@ -284,8 +284,10 @@ class CopyBinary(_CopyStrategy):
             if self._arrow is not None:
                 warm_binary_typing()
             else:
-                self.ctx.log("copy-binary: a column type has no exact binary form here (unconstrained numeric, "
-                             "real, arrays, enums, domains...): rows go as text COPY, which the server parses")
+                which = ", ".join(f"{c!r} ({t})" for c, t in untypable(self.ctx.columns, self.ctx.types))
+                self.ctx.log(f"copy-binary: no exact binary form here for {which} (unconstrained numeric keeps "
+                             "each value's own scale; arrays, enums, domains...): rows go as text COPY, which "
+                             "the server parses")
         except BaseException as exc:  # noqa: BLE001 - raised where the encoder is first needed
             self._arrow_error = exc
         finally:

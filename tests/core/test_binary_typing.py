@@ -232,6 +232,70 @@ def test_numeric_stores_what_the_server_parses(
 
 
 
+def _real_values(rng: Any) -> list[str]:
+    """Text a file may hold for a real: random digits of every length and exponent, the type's
+    limits, and values halfway-plus-a-hair between two floats, where rounding first to a double
+    and then to a float lands on the other neighbour (PostgreSQL's strtof rounds once)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        hair = Decimal(2) ** -60
+        tricky = [str(Decimal(1) + Decimal(2) ** -24 + hair), str(Decimal(1) + Decimal(2) ** -24 - hair),
+                  str(Decimal(3) * Decimal(2) ** -24 + 1 + hair)]
+    values = [*tricky, "3.4028235e38", "-3.4028235e38", "1e-45", "1.17549435e-38", "0", "-0", "NaN", "Infinity",
+              "-inf", " 1.5 ", "0x10", ""]
+    for _ in range(5000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 12)))
+        point = rng.randint(0, len(digits))
+        text = (digits[:point] or "0") + ("." + digits[point:] if point < len(digits) else "")
+        if rng.random() < 0.3:
+            text += f"e{rng.randint(-30, 26)}"  # in range: 12 digits at most, denormals included
+        values.append(("-" if rng.random() < 0.3 else "") + text)
+    return values
+
+
+def test_real_stores_what_the_server_parses(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """real is typed in the client (one real column used to send every row of a table as text):
+    each value lands with the bits the server's own text input gives it."""
+    import random
+
+    rows = _real_values(random.Random(4))
+    path = tmp_path / "r.csv"
+    path.write_text("id,r\n" + "".join(f"{i},{v}\n" for i, v in enumerate(rows)), encoding="utf-8")
+    ref, got = table_name("rref"), table_name("rbin")
+    for t in (ref, got):
+        conn.execute(sql.SQL("CREATE TABLE {} (id int, r real)").format(sql.Identifier(t)))
+    logs: list[str] = []
+    for t, strategy in ((ref, "copy-csv"), (got, "copy-binary")):
+        LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn, strategy=strategy,
+                         batch_rows=1000), on_log=logs.append).run()
+    query = "SELECT id, float4send(r) FROM {} ORDER BY id"
+    got_rows = conn.execute(sql.SQL(query).format(sql.Identifier(got))).fetchall()
+    assert got_rows == conn.execute(sql.SQL(query).format(sql.Identifier(ref))).fetchall()
+    assert len(got_rows) == len(rows)
+    # Only the batch with the hexadecimal float polars does not read went as text.
+    told = [m for m in logs if "go as text COPY" in m]
+    assert len(told) == 1 and "column 'r' holds '0x10'" in told[0], logs
+
+
+@pytest.mark.parametrize("value", ["1e39", "7e-46", "-1e-50"])
+def test_real_refuses_what_the_server_refuses(
+    value: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Out of a real's range: polars reads inf or 0, PostgreSQL refuses; both paths name the value."""
+    path = tmp_path / "r.csv"
+    path.write_text("id,r\n1,1.5\n2," + value + "\n", encoding="utf-8")
+    for strategy in ("copy-csv", "copy-binary"):
+        t = table_name("rno")
+        conn.execute(sql.SQL("CREATE TABLE {} (id int, r real)").format(sql.Identifier(t)))
+        with pytest.raises(BadRowError) as info:
+            _load(dsn, path, t, strategy)
+        assert (info.value.problem.line, info.value.problem.column, info.value.problem.value) == (3, "r", value)
+
+
 def test_timestamps_without_seconds_go_as_binary(
     dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
