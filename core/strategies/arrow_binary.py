@@ -22,6 +22,8 @@ from typing import Any
 
 import polars as pl
 
+from core.strategies.canonical_uuids import canonical_uuids
+
 # Shapes polars parses exactly as PostgreSQL does (anything else goes to the text converters).
 # Year 0000 is refused by PostgreSQL but read by polars as 1 BC, hence the year's shape.
 _YEAR = r"([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9])"
@@ -147,6 +149,9 @@ def _time(s: pl.Series) -> pl.Series:
 
 
 def _uuid(s: pl.Series) -> pl.Series:
+    canonical = canonical_uuids(s)
+    if canonical is not None:
+        return canonical
     raw = s.str.replace_all("-", "").str.decode("hex", strict=False)
     return _where(s, _UUID, raw)
 
@@ -228,7 +233,7 @@ def arrow_columns(columns: list[str], types: list[str], utc: bool = False) -> li
         "timestamp with time zone": (functools.partial(_timestamptz, naive_utc=True) if utc else _timestamptz,
                                      pa.timestamp("us")),
         "time without time zone": (_time, pa.time64("us")),
-        "uuid": (_uuid, pa.binary(16)),
+        "uuid": (_uuid, pa.large_binary()),  # 16 bytes after their length, as uuid_recv reads them: no cast
         "text": (_text, pa.large_string()),
         "character varying": (_text, pa.large_string()),
         "character": (_text, pa.large_string()),

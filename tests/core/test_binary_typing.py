@@ -296,6 +296,53 @@ def test_real_refuses_what_the_server_refuses(
         assert (info.value.problem.line, info.value.problem.column, info.value.problem.value) == (3, "r", value)
 
 
+def test_uuids_store_what_the_server_parses(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """uuid: the usual spelling (either case) is read from its bytes a batch at a time; a batch
+    with another spelling PostgreSQL accepts (no dashes, braces) takes polars' way or goes as text."""
+    import random
+    import uuid
+
+    rng = random.Random(5)
+    values = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(3000)]
+    values = [v.upper() if i % 3 == 0 else v for i, v in enumerate(values)]
+    for i in range(0, 3000, 7):
+        values[i] = ""  # NULL
+    values[1200] = values[1201].replace("-", "")  # batch 3: polars' way
+    values[2100] = "{" + values[2101] + "}"  # batch 5: as text
+    path = tmp_path / "u.csv"
+    path.write_text("id,u\n" + "".join(f"{i},{v}\n" for i, v in enumerate(values)), encoding="utf-8")
+    ref, got = table_name("uref"), table_name("ubin")
+    for t in (ref, got):
+        conn.execute(sql.SQL("CREATE TABLE {} (id int, u uuid)").format(sql.Identifier(t)))
+    logs: list[str] = []
+    for t, strategy in ((ref, "copy-csv"), (got, "copy-binary")):
+        LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn, strategy=strategy,
+                         batch_rows=500), on_log=logs.append).run()
+    query = "SELECT id, u::text FROM {} ORDER BY id"
+    got_rows = conn.execute(sql.SQL(query).format(sql.Identifier(got))).fetchall()
+    assert got_rows == conn.execute(sql.SQL(query).format(sql.Identifier(ref))).fetchall()
+    assert len(got_rows) == 3000
+    told = [m for m in logs if "go as text COPY" in m]
+    assert len(told) == 1 and "column 'u' holds '{" in told[0], logs
+
+
+@pytest.mark.parametrize("value", ["5655f1c0-4600-456a-b7ae-138fe094432g", "5655f1c0-4600-456a-b7ae-138fe09443",
+                                   "5655f1c04600-456a-b7ae-138fe0944321-"])
+def test_uuid_refuses_what_the_server_refuses(
+    value: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    path = tmp_path / "u.csv"
+    path.write_text("id,u\n1,5655f1c0-4600-456a-b7ae-138fe0944321\n2," + value + "\n", encoding="utf-8")
+    for strategy in ("copy-csv", "copy-binary"):
+        t = table_name("uno")
+        conn.execute(sql.SQL("CREATE TABLE {} (id int, u uuid)").format(sql.Identifier(t)))
+        with pytest.raises(BadRowError) as info:
+            _load(dsn, path, t, strategy)
+        assert (info.value.problem.line, info.value.problem.column, info.value.problem.value) == (3, "u", value)
+
+
 def test_timestamps_without_seconds_go_as_binary(
     dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:

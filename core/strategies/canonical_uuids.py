@@ -1,0 +1,48 @@
+"""UUIDs written the usual way, `8b4ae5f1-a941-46a0-956a-26afbccdafe5`, read from their bytes.
+
+polars' way (drop the dashes, decode the hex, check the shape with a regex) cost 0.46 CPU-s per
+1M values, more than the server's own uuid_in: a table keyed by uuid loaded more slowly by
+copy-binary than by psql. When every value of a batch has the canonical 36-character form (either
+case), the values lie one after another in the string buffer, and the whole batch is a lookup in
+handful of numpy operations (about 0.06 CPU-s per 1M). Any other batch takes polars' way; the other
+spellings PostgreSQL accepts (braces, dashes elsewhere) go as text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+_WIDTH = 36
+_DASHES = [8, 13, 18, 23]
+
+
+def canonical_uuids(s: pl.Series) -> pl.Series | None:
+    """The 16 bytes of each value (null for nulls), or None when some value has another form."""
+    import pyarrow as pa
+
+    arr = s.to_arrow()  # large_string: the values back to back in one buffer
+    n = len(arr)
+    valid = s.is_not_null().to_numpy()
+    _, offs_buf, data_buf = arr.buffers()
+    offs = np.frombuffer(offs_buf, dtype=np.int64)[arr.offset: arr.offset + n + 1]
+    lengths = np.diff(offs)
+    m = int(valid.sum())
+    if m == 0 or not (lengths[valid] == _WIDTH).all() or int(lengths.sum()) != m * _WIDTH:
+        return None  # another form somewhere (or nulls that keep bytes): polars' way
+    text = np.frombuffer(data_buf, dtype=np.uint8)[offs[0]: offs[0] + m * _WIDTH].reshape(m, _WIDTH)
+    if not (text[:, _DASHES] == ord("-")).all():
+        return None
+    digit = (text - ord("0")) < 10  # (uint8: below '0' wraps round, high)
+    letter = ((text | 0x20) - ord("a")) < 6  # a-f, either case
+    if int(np.count_nonzero(digit | letter)) != 32 * m:
+        return None  # a character that is no hex digit, besides the four dashes
+    hexits = np.delete(text, _DASHES, axis=1)
+    nibbles = (hexits & 0x0F) + 9 * (hexits >> 6)  # '0'-'9' -> 0-9, 'a'-'f' and 'A'-'F' -> 10-15
+    raw = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+    if m != n:
+        full = np.zeros((n, 16), dtype=np.uint8)
+        full[valid] = raw
+        raw = full
+    mask = None if m == n else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pl.Series(s.name, pa.Array.from_buffers(pa.binary(16), n, [mask, pa.py_buffer(raw.tobytes())]))
