@@ -39,10 +39,7 @@ def canonical_uuids(s: pl.Series) -> pl.Series | None:
         return None  # a character that is no hex digit, besides the four dashes
     hexits = np.delete(text, _DASHES, axis=1)
     nibbles = (hexits & 0x0F) + 9 * (hexits >> 6)  # '0'-'9' -> 0-9, 'a'-'f' and 'A'-'F' -> 10-15
-    raw = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
-    if m != n:
-        full = np.zeros((n, 16), dtype=np.uint8)
-        full[valid] = raw
-        raw = full
+    raw = np.zeros((n, 16), dtype=np.uint8) if m != n else np.empty((n, 16), dtype=np.uint8)
+    raw[valid] = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]  # (a null's 16 bytes: zeros, unread)
     mask = None if m == n else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pl.Series(s.name, pa.Array.from_buffers(pa.binary(16), n, [mask, pa.py_buffer(raw.tobytes())]))
