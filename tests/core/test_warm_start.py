@@ -321,6 +321,45 @@ def test_raw_and_binary_take_turns_while_the_encoder_is_busy(
     assert firsts == sorted(firsts) and firsts[0] == 0  # sent in file order
 
 
+def test_raw_chunks_stop_once_the_server_is_the_slower_side(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server slower than the encoder: each unit is ready when the sender reaches it, so a raw
+    chunk would only cost the server more than the unit it displaced. The raw allowance shrinks
+    to nothing and the rest of the file goes typed (it used to fill the whole lookahead: 44% of
+    a uuid-keyed file went as CSV)."""
+    import pgpq  # noqa: F401 - the encoder ready from the first chunk
+    import pyarrow  # noqa: F401
+
+    monkeypatch.setattr("core.load.warm_start.WARM_MIN_BYTES", 0)
+    monkeypatch.setattr("core.load.warm_start.UNIT_BYTES", 16 << 10)
+    monkeypatch.setattr("core.load.warm_start.LOOKAHEAD_BYTES", 160 << 10)
+    monkeypatch.setattr("core.load.warm_start.RAW_AHEAD", 8 << 10)  # two chunks
+    monkeypatch.setattr("core.sources.csv.source.WARM_CHUNK_BYTES", 4 << 10)
+    writes: list[str] = []
+    real_raw, real_prepared = CopyBinary.write_warm, CopyBinary.write_prepared
+
+    def slow_raw(self: CopyBinary, data: bytes, records: int) -> None:
+        writes.append("raw")
+        threading.Event().wait(0.01)  # the server's pace
+        real_raw(self, data, records)
+
+    def slow_prepared(self: CopyBinary, prepared: object, frame: Any) -> int:
+        writes.append("binary")
+        threading.Event().wait(0.01)
+        return real_prepared(self, prepared, frame)
+
+    monkeypatch.setattr(CopyBinary, "write_warm", slow_raw)
+    monkeypatch.setattr(CopyBinary, "write_prepared", slow_prepared)
+    src = _file(tmp_path, 6000)
+    typed, reference = _table(conn, table_name, "typed"), _table(conn, table_name, "ref_typed")
+    result = _load(src, typed, dsn)
+    assert result.rows_read == result.rows_loaded == 6000
+    assert writes.count("binary") > 10 and "raw" not in writes[len(writes) // 3:], writes
+    _load(src, reference, dsn, strategy="copy-csv")
+    _assert_same_rows(conn, typed, reference)
+
 def test_a_bad_value_in_a_late_raw_chunk_is_named_by_its_row(
     dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
