@@ -69,13 +69,19 @@ def _floats(dtype: type[pl.Float32] | type[pl.Float64]) -> Callable[[pl.Series],
     Float32 is rounded once, as PostgreSQL's strtof does, not first to a double and then again)."""
     def parse(s: pl.Series) -> pl.Series:
         v = _cast(s, dtype)
-        if not (v.is_infinite() | (v == 0)).any():
+        odd = v.is_infinite() | (v == 0)
+        if not odd.any():
             return v
-        # polars turns 1e400 (1e39 as real) into inf and 1e-400 into 0, where PostgreSQL refuses both.
-        t = _strip(s)
-        overflow = v.is_infinite() & ~t.str.contains(_FLOAT_WORD)
-        underflow = (v == 0) & t.str.contains(_NONZERO_MANTISSA)
-        return pl.select(pl.when(overflow | underflow).then(None).otherwise(v)).to_series()
+        # polars turns 1e400 (1e39 as real) into inf and 1e-400 into 0, where PostgreSQL refuses
+        # both. Only those values' text is looked at: zeros are common (0.0 in a file of fares),
+        # and the whole column's took 0.15 CPU-s per 1M values.
+        at = odd.arg_true()
+        v_odd, t = v.gather(at), _strip(s.gather(at))
+        refused = ((v_odd.is_infinite() & ~t.str.contains(_FLOAT_WORD))
+                   | ((v_odd == 0) & t.str.contains(_NONZERO_MANTISSA)))
+        if not refused.any():
+            return v
+        return v.scatter(at.filter(refused), None)
     return parse
 
 
@@ -163,13 +169,16 @@ def _numeric(precision: int, scale: int) -> Callable[[pl.Series], pl.Series]:
     shape = rf"^[+-]?\d{{1,{whole}}}(\.\d{{0,{scale}}})?$" if whole > 0 else rf"^[+-]?0?(\.\d{{0,{scale}}})?$"
 
     def parse(s: pl.Series) -> pl.Series:
+        values = s.len() - s.null_count()
         shaped = s.str.contains(shape)
         t = s
-        if shaped.sum() != s.len() - s.null_count():  # spaces around some value (or no number at all)
+        if shaped.sum() != values:  # spaces around some value (or no number at all)
             t = _strip(s)  # (the usual column has none: stripping every value took 40% of the parse)
             shaped = t.str.contains(shape)
-        return pl.select(pl.when(shaped).then(t.cast(pl.Decimal(precision, scale), strict=False))
-                         .otherwise(None)).to_series()
+        typed = t.cast(pl.Decimal(precision, scale), strict=False)  # exact for every value of the shape
+        if shaped.sum() == values:
+            return typed  # the usual column: no selection (it took a third of the parse)
+        return pl.select(pl.when(shaped).then(typed).otherwise(None)).to_series()
 
     return parse
 

@@ -35,7 +35,7 @@ _GOOD = [
     "2020-02-29T23:59,2021-02-28 23:59Z,2020-01-02,1,1,t,00:00",
     "2020-02-29 24:00,2020-01-01 24:00-08,2020-01-02,1,1,t,00:00",
 ]
-_REFUSED = ["0000-01-01 00:00:00,,,,,,", ",,0000-01-01,,,,", "2020-02-30 00:00:00,,,,,,", ",,,,1e400,,",
+_REFUSED = ["0000-01-01 00:00:00,,,,,,", ",,0000-01-01,,,,", "2020-02-30 00:00:00,,,,,,", ",,,,1e400,,", ",,,,1e-400,,",
             # a no-break space is not a space to PostgreSQL's number input
             ",,,,\u00a05,,", ",,,\u00a05,,,", ",,,,5\u2003,,"]
 
@@ -287,7 +287,7 @@ def test_real_refuses_what_the_server_refuses(
 ) -> None:
     """Out of a real's range: polars reads inf or 0, PostgreSQL refuses; both paths name the value."""
     path = tmp_path / "r.csv"
-    path.write_text("id,r\n1,1.5\n2," + value + "\n", encoding="utf-8")
+    path.write_text("id,r\n1,0\n2," + value + "\n3,1.5\n", encoding="utf-8")  # (a zero beside it: polars' 0 too)
     for strategy in ("copy-csv", "copy-binary"):
         t = table_name("rno")
         conn.execute(sql.SQL("CREATE TABLE {} (id int, r real)").format(sql.Identifier(t)))
