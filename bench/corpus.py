@@ -10,6 +10,8 @@ Every shape is generated from a fixed seed (the same bytes every time) as a CSV 
     nulls       about half NULL (empty fields) and quoted empty strings, in text, int and date columns
     quoted      text with commas, quotes, newlines and emoji, quoted as CSV quotes it
     mixed       one of each of the above kinds of column, with about 2% NULLs
+    floats      double precision and real, as pandas and R write them (shortest digits, some 0.0)
+    keys        a uuid key, a boolean, a smallint and a short label
 
 `mixed` also comes at 5M rows (`mixed5m`), the big load of issue 27.
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-SHAPES = ("narrow", "wide_text", "numeric", "temporal", "json", "nulls", "quoted", "mixed")
+SHAPES = ("narrow", "wide_text", "numeric", "temporal", "json", "nulls", "quoted", "mixed", "floats", "keys")
 
 DDL = {
     "narrow": "CREATE TABLE {} (a bigint, b bigint)",
@@ -33,6 +35,8 @@ DDL = {
     "quoted": "CREATE TABLE {} (id bigint, name text, comment text)",
     "mixed": ("CREATE TABLE {} (id bigint, price numeric(12,2), name text, active boolean, born date, "
               "seen timestamp, seen_tz timestamptz, doc jsonb, note text)"),
+    "floats": "CREATE TABLE {} (id bigint, lat double precision, lon double precision, score real, km double precision)",
+    "keys": "CREATE TABLE {} (id uuid, ok boolean, n smallint, label text)",
 }
 DDL["mixed5m"] = DDL["mixed"]
 
@@ -111,6 +115,16 @@ def _frame(shape: str, rows: int) -> pl.DataFrame:
         gaps = rng.random((3, rows)) < 0.02
         return frame.with_columns(
             _null_where(frame["name"], gaps[0]), _null_where(frame["born"], gaps[1]), _null_where(frame["note"], gaps[2]))
+    if shape == "floats":
+        return pl.DataFrame({"id": ids, "lat": rng.uniform(-90, 90, rows), "lon": rng.uniform(-180, 180, rows),
+                             "score": rng.random(rows).astype(np.float32),
+                             "km": np.round(rng.exponential(3, rows), 1)})  # about 2% are 0.0
+    if shape == "keys":
+        hexes = pl.Series(np.frombuffer(rng.bytes(16 * rows), dtype="S16")).bin.encode("hex")
+        uuid = pl.select(pl.concat_str([hexes.str.slice(a, b - a) for a, b in
+                                        ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))], separator="-")).to_series()
+        return pl.DataFrame({"id": uuid, "ok": rng.random(rows) < 0.5, "n": rng.integers(-30_000, 30_000, rows),
+                             "label": np.array(["open", "closed", "pending", "void"])[rng.integers(0, 4, rows)]})
     raise ValueError(f"no such shape: {shape}")
 
 
