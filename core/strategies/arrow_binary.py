@@ -22,8 +22,6 @@ from typing import Any
 
 import polars as pl
 
-from core.strategies.canonical_uuids import canonical_uuids
-
 # Shapes polars parses exactly as PostgreSQL does (anything else goes to the text converters).
 # Year 0000 is refused by PostgreSQL but read by polars as 1 BC, hence the year's shape.
 _YEAR = r"([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9])"
@@ -155,6 +153,8 @@ def _time(s: pl.Series) -> pl.Series:
 
 
 def _uuid(s: pl.Series) -> pl.Series:
+    from core.strategies.canonical_uuids import canonical_uuids  # (numpy: never on the raw CSV path)
+
     canonical = canonical_uuids(s)
     if canonical is not None:
         return canonical
