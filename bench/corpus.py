@@ -120,7 +120,8 @@ def _frame(shape: str, rows: int) -> pl.DataFrame:
                              "score": rng.random(rows).astype(np.float32),
                              "km": np.round(rng.exponential(3, rows), 1)})  # about 2% are 0.0
     if shape == "keys":
-        hexes = pl.Series(np.frombuffer(rng.bytes(16 * rows), dtype="S16")).bin.encode("hex")
+        digits = np.frombuffer(b"0123456789abcdef", dtype="S1")[rng.integers(0, 16, (rows, 32))]
+        hexes = pl.Series(digits.view("S32").ravel()).cast(pl.String)  # (no byte is NUL: none is cut off)
         uuid = pl.select(pl.concat_str([hexes.str.slice(a, b - a) for a, b in
                                         ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))], separator="-")).to_series()
         return pl.DataFrame({"id": uuid, "ok": rng.random(rows) < 0.5, "n": rng.integers(-30_000, 30_000, rows),
