@@ -77,6 +77,48 @@ def _binary_equals_csv_logged(
     return logs
 
 
+def _one_column_table(name: str, pg_type: str | sql.Composable) -> sql.Composed:
+    column = sql.SQL(pg_type) if isinstance(pg_type, str) else pg_type  # the tests' own type names
+    return sql.SQL("CREATE TABLE {} (id int, v {})").format(sql.Identifier(name), column)
+
+
+def _column_loads_alike(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    pg_type: str | sql.Composable, values: list[str], batch_rows: int, shown: str = "v::text",
+) -> list[str]:
+    """An id and one column of `pg_type`, loaded by copy-csv (the server reads every value) and
+    by copy-binary in batches of `batch_rows`: every row the same (`shown` of each); the logs."""
+    path = tmp_path / "v.csv"
+    path.write_text("id,v\n" + "".join(f"{i},{v}\n" for i, v in enumerate(values)), encoding="utf-8")
+    ref, got = table_name("vref"), table_name("vbin")
+    for t in (ref, got):
+        conn.execute(_one_column_table(t, pg_type))
+    logs: list[str] = []
+    for t, strategy in ((ref, "copy-csv"), (got, "copy-binary")):
+        LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn, strategy=strategy,
+                         batch_rows=batch_rows), on_log=logs.append).run()
+    query = "SELECT id, " + shown + " FROM {} ORDER BY id"  # fixed expressions from the tests
+    got_rows = conn.execute(sql.SQL(query).format(sql.Identifier(got))).fetchall()
+    assert got_rows == conn.execute(sql.SQL(query).format(sql.Identifier(ref))).fetchall()
+    assert len(got_rows) == len(values)
+    return logs
+
+
+def _refused_alike(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+    pg_type: str | sql.Composable, lines: str, named: tuple[int, str, str],
+) -> None:
+    """Both strategies refuse the file and name the same line, column and value."""
+    path = tmp_path / "v.csv"
+    path.write_text(lines, encoding="utf-8")
+    for strategy in ("copy-csv", "copy-binary"):
+        t = table_name("vno")
+        conn.execute(_one_column_table(t, pg_type))
+        with pytest.raises(BadRowError) as info:
+            _load(dsn, path, t, strategy)
+        assert (info.value.problem.line, info.value.problem.column, info.value.problem.value) == named
+
+
 @pytest.mark.parametrize("line", _GOOD)
 def test_binary_stores_what_the_server_would(
     line: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
@@ -216,20 +258,8 @@ def test_numeric_stores_what_the_server_parses(
 
     rows = [value() for _ in range(6000)]
     rows[100] = ("9" * whole if whole else "0") + ("." + "9" * scale if scale else "")  # the largest
-    path = tmp_path / "n.csv"
-    path.write_text("id,n\n" + "".join(f"{i},{v}\n" for i, v in enumerate(rows)), encoding="utf-8")
-    ref, got = table_name("nref"), table_name("nbin")
-    for t in (ref, got):
-        conn.execute(sql.SQL("CREATE TABLE {} (id int, n numeric({}, {}))").format(
-            sql.Identifier(t), sql.Literal(precision), sql.Literal(scale)))
-    for t, strategy in ((ref, "copy-csv"), (got, "copy-binary")):
-        LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn, strategy=strategy,
-                         batch_rows=1000)).run()
-    query = "SELECT id, n::text FROM {} ORDER BY id"
-    got_rows = conn.execute(sql.SQL(query).format(sql.Identifier(got))).fetchall()
-    assert got_rows == conn.execute(sql.SQL(query).format(sql.Identifier(ref))).fetchall()
-    assert len(got_rows) == 6000
-
+    _column_loads_alike(dsn, conn, table_name, tmp_path,
+                        sql.SQL("numeric({}, {})").format(sql.Literal(precision), sql.Literal(scale)), rows, 1000)
 
 
 def _real_values(rng: Any) -> list[str]:
@@ -262,38 +292,20 @@ def test_real_stores_what_the_server_parses(
     each value lands with the bits the server's own text input gives it."""
     import random
 
-    rows = _real_values(random.Random(4))
-    path = tmp_path / "r.csv"
-    path.write_text("id,r\n" + "".join(f"{i},{v}\n" for i, v in enumerate(rows)), encoding="utf-8")
-    ref, got = table_name("rref"), table_name("rbin")
-    for t in (ref, got):
-        conn.execute(sql.SQL("CREATE TABLE {} (id int, r real)").format(sql.Identifier(t)))
-    logs: list[str] = []
-    for t, strategy in ((ref, "copy-csv"), (got, "copy-binary")):
-        LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn, strategy=strategy,
-                         batch_rows=1000), on_log=logs.append).run()
-    query = "SELECT id, float4send(r) FROM {} ORDER BY id"
-    got_rows = conn.execute(sql.SQL(query).format(sql.Identifier(got))).fetchall()
-    assert got_rows == conn.execute(sql.SQL(query).format(sql.Identifier(ref))).fetchall()
-    assert len(got_rows) == len(rows)
+    logs = _column_loads_alike(dsn, conn, table_name, tmp_path, "real", _real_values(random.Random(4)), 1000,
+                               shown="float4send(v)")
     # Only the batch with the hexadecimal float polars does not read went as text.
     told = [m for m in logs if "go as text COPY" in m]
-    assert len(told) == 1 and "column 'r' holds '0x10'" in told[0], logs
+    assert len(told) == 1 and "column 'v' holds '0x10'" in told[0], logs
 
 
 @pytest.mark.parametrize("value", ["1e39", "7e-46", "-1e-50"])
 def test_real_refuses_what_the_server_refuses(
     value: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
-    """Out of a real's range: polars reads inf or 0, PostgreSQL refuses; both paths name the value."""
-    path = tmp_path / "r.csv"
-    path.write_text("id,r\n1,0\n2," + value + "\n3,1.5\n", encoding="utf-8")  # (a zero beside it: polars' 0 too)
-    for strategy in ("copy-csv", "copy-binary"):
-        t = table_name("rno")
-        conn.execute(sql.SQL("CREATE TABLE {} (id int, r real)").format(sql.Identifier(t)))
-        with pytest.raises(BadRowError) as info:
-            _load(dsn, path, t, strategy)
-        assert (info.value.problem.line, info.value.problem.column, info.value.problem.value) == (3, "r", value)
+    """Out of a real's range: polars reads inf or 0, PostgreSQL refuses; both paths name the value
+    (a zero beside it: polars reads 0 there too)."""
+    _refused_alike(dsn, conn, table_name, tmp_path, "real", f"id,v\n1,0\n2,{value}\n3,1.5\n", (3, "v", value))
 
 
 def test_uuids_store_what_the_server_parses(
@@ -311,21 +323,9 @@ def test_uuids_store_what_the_server_parses(
         values[i] = ""  # NULL
     values[1200] = values[1201].replace("-", "")  # batch 3: polars' way
     values[2100] = "{" + values[2101] + "}"  # batch 5: as text
-    path = tmp_path / "u.csv"
-    path.write_text("id,u\n" + "".join(f"{i},{v}\n" for i, v in enumerate(values)), encoding="utf-8")
-    ref, got = table_name("uref"), table_name("ubin")
-    for t in (ref, got):
-        conn.execute(sql.SQL("CREATE TABLE {} (id int, u uuid)").format(sql.Identifier(t)))
-    logs: list[str] = []
-    for t, strategy in ((ref, "copy-csv"), (got, "copy-binary")):
-        LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(t, mode=LoadMode.APPEND), dsn=dsn, strategy=strategy,
-                         batch_rows=500), on_log=logs.append).run()
-    query = "SELECT id, u::text FROM {} ORDER BY id"
-    got_rows = conn.execute(sql.SQL(query).format(sql.Identifier(got))).fetchall()
-    assert got_rows == conn.execute(sql.SQL(query).format(sql.Identifier(ref))).fetchall()
-    assert len(got_rows) == 3000
+    logs = _column_loads_alike(dsn, conn, table_name, tmp_path, "uuid", values, 500)
     told = [m for m in logs if "go as text COPY" in m]
-    assert len(told) == 1 and "column 'u' holds '{" in told[0], logs
+    assert len(told) == 1 and "column 'v' holds '{" in told[0], logs
 
 
 @pytest.mark.parametrize("value", ["5655f1c0-4600-456a-b7ae-138fe094432g", "5655f1c0-4600-456a-b7ae-138fe09443",
@@ -333,14 +333,8 @@ def test_uuids_store_what_the_server_parses(
 def test_uuid_refuses_what_the_server_refuses(
     value: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
-    path = tmp_path / "u.csv"
-    path.write_text("id,u\n1,5655f1c0-4600-456a-b7ae-138fe0944321\n2," + value + "\n", encoding="utf-8")
-    for strategy in ("copy-csv", "copy-binary"):
-        t = table_name("uno")
-        conn.execute(sql.SQL("CREATE TABLE {} (id int, u uuid)").format(sql.Identifier(t)))
-        with pytest.raises(BadRowError) as info:
-            _load(dsn, path, t, strategy)
-        assert (info.value.problem.line, info.value.problem.column, info.value.problem.value) == (3, "u", value)
+    _refused_alike(dsn, conn, table_name, tmp_path, "uuid",
+                   f"id,v\n1,5655f1c0-4600-456a-b7ae-138fe0944321\n2,{value}\n", (3, "v", value))
 
 
 def test_timestamps_without_seconds_go_as_binary(
