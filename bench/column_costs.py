@@ -45,6 +45,9 @@ COLUMNS = [
     ("text (words)", "wide_text", "a"),
     ("text (quoted: commas, quotes, newlines)", "quoted", "comment"),
     ("jsonb", "json", "doc"),
+    ("double precision (2% 0.0)", "floats", "km"),
+    ("real", "floats", "score"),
+    ("uuid", "keys", "id"),
 ]
 
 
@@ -126,8 +129,8 @@ def main() -> int:
         frame = frames.get(shape)
         if frame is None:
             frame = frames[shape] = _frame(shape, a.rows)
-        id_col = "a" if shape == "narrow" else "id"
-        part = frame.select(id_col, column)
+        id_col = "a" if shape == "narrow" else "row" if column == "id" else "id"  # (keys: its id is the uuid)
+        part = frame.with_row_index("row").select(id_col, column) if id_col == "row" else frame.select(id_col, column)
         path = SHARED / "column.csv"
         part.write_csv(path, datetime_format="%Y-%m-%d %H:%M:%S%.6f")
         os.chmod(path, 0o644)
