@@ -1,11 +1,12 @@
 """UUIDs written the usual way, `8b4ae5f1-a941-46a0-956a-26afbccdafe5`, read from their bytes.
 
 polars' way (drop the dashes, decode the hex, check the shape with a regex) cost 0.46 CPU-s per
-1M values, more than the server's own uuid_in: a table keyed by uuid loaded more slowly by
-copy-binary than by psql. When every value of a batch has the canonical 36-character form (either
-case), the values lie one after another in the string buffer, and the whole batch is a lookup in
-handful of numpy operations (about 0.06 CPU-s per 1M). Any other batch takes polars' way; the other
-spellings PostgreSQL accepts (braces, dashes elsewhere) go as text.
+1M values, half of what binary COPY spares the server there (0.89 CPU-s per 1M values, by
+bench/column_costs.py), and enough to make the client the slower side of a uuid-keyed load.
+When every value of a batch has the canonical 36-character form (either case), the values lie
+one after another in the string buffer, and the whole batch is a handful of numpy operations
+(0.13-0.15 CPU-s per 1M in process). Any other batch takes polars' way; the other spellings
+PostgreSQL accepts (braces, dashes elsewhere) go as text.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def canonical_uuids(s: pl.Series) -> pl.Series | None:
     import pyarrow as pa
 
     arr = s.to_arrow()  # large_string: the values back to back in one buffer
+    if arr.type != pa.large_string():
+        return None  # (another layout, should polars export one: polars' way)
     n = len(arr)
     valid = s.is_not_null().to_numpy()
     _, offs_buf, data_buf = arr.buffers()
