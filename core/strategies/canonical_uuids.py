@@ -22,18 +22,18 @@ def canonical_uuids(s: pl.Series) -> pl.Series | None:
     """The 16 bytes of each value (null for nulls), or None when some value has another form."""
     import pyarrow as pa
 
-    arr = s.to_arrow()  # large_string: the values back to back in one buffer
-    if arr.type != pa.large_string():
-        return None  # (another layout, should polars export one: polars' way)
-    n = len(arr)
-    valid = s.is_not_null().to_numpy()
-    _, offs_buf, data_buf = arr.buffers()
-    offs = np.frombuffer(offs_buf, dtype=np.int64)[arr.offset: arr.offset + n + 1]
+    from core.strategies.fixed_width_times import string_buffers
+
+    column = string_buffers(s)
+    if column is None:
+        return None  # no value, or not plain text
+    offs, data, valid = column
+    n = len(valid)
     lengths = np.diff(offs)
     m = int(valid.sum())
-    if m == 0 or not (lengths[valid] == _WIDTH).all() or int(lengths.sum()) != m * _WIDTH:
+    if not (lengths[valid] == _WIDTH).all() or int(lengths.sum()) != m * _WIDTH:
         return None  # another form somewhere (or nulls that keep bytes): polars' way
-    text = np.frombuffer(data_buf, dtype=np.uint8)[offs[0]: offs[0] + m * _WIDTH].reshape(m, _WIDTH)
+    text = data[offs[0]: offs[0] + m * _WIDTH].reshape(m, _WIDTH)
     if not (text[:, _DASHES] == ord("-")).all():
         return None
     digit = (text - ord("0")) < 10  # (uint8: below '0' wraps round, high)

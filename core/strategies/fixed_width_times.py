@@ -93,7 +93,7 @@ def _stamp_rows(s: pl.Series, *, with_offset: bool, naive_utc: bool = False
     26-character shape (`.000000` after whole seconds, zeros after fewer decimals), so one pass
     of the fixed-width arithmetic reads rows of every width. None when the column holds no
     value or is not plain text."""
-    column = _strings(s)
+    column = string_buffers(s)
     if column is None:
         return None
     offsets, raw, ok = column
@@ -113,9 +113,9 @@ def _stamp_rows(s: pl.Series, *, with_offset: bool, naive_utc: bool = False
     ok &= (length >= 16) & (length <= _FULL) & (length != 17) & (length != 18) & (length != 20)
     d = np.ascontiguousarray(windows[starts].T)  # positions as rows, as _rows lays them out
     # Past a row's own end, the shape's own filler (rows shorter than 16 are not ok whatever they read).
-    d[16] = np.where(length > 16, d[16], _sep(":"))
-    d[17] = np.where(length > 16, d[17], 0)
-    d[18] = np.where(length > 16, d[18], 0)
+    no_seconds = length <= 16
+    d[16, no_seconds] = _sep(":")
+    d[17:19, no_seconds] = 0
     d[19] = np.where(length > 19, d[19], _sep("."))
     for j in range(20, _FULL):
         d[j] = np.where(j < length, d[j], 0)
@@ -172,7 +172,7 @@ def _rows(s: pl.Series, widths: tuple[int, ...]) -> tuple[np.ndarray[Any, Any], 
             if width not in widths or lengths.min() != lengths.max():
                 return None
             return np.ascontiguousarray((data[:, :width] - _ZERO).T), valid
-    column = _strings(s)
+    column = string_buffers(s)
     if column is None:
         return None
     offsets, raw, valid = column
@@ -226,7 +226,7 @@ def _validity(arrow: Any, n: int, nulls: int) -> np.ndarray[Any, Any]:
     return bits[arrow.offset:arrow.offset + n].astype(bool)
 
 
-def _strings(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+def string_buffers(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
     """(offsets, bytes, where not null) of a text column's Arrow buffers; None when it holds no
     value or is not plain text."""
     n = len(s)
