@@ -171,12 +171,13 @@ def _numeric(precision: int, scale: int) -> Callable[[pl.Series], pl.Series]:
     def parse(s: pl.Series) -> pl.Series:
         values = s.len() - s.null_count()
         shaped = s.str.contains(shape)
-        t = s
-        if shaped.sum() != values:  # spaces around some value (or no number at all)
+        t, fit = s, shaped.sum()
+        if fit != values:  # spaces around some value (or no number at all)
             t = _strip(s)  # (the usual column has none: stripping every value took 40% of the parse)
             shaped = t.str.contains(shape)
+            fit = shaped.sum()
         typed = t.cast(pl.Decimal(precision, scale), strict=False)  # exact for every value of the shape
-        if shaped.sum() == values:
+        if fit == values:
             return typed  # the usual column: no selection (it took a third of the parse)
         return pl.select(pl.when(shaped).then(typed).otherwise(None)).to_series()
 
