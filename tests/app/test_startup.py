@@ -86,3 +86,19 @@ def test_a_raw_csv_load_into_a_date_column_stays_without_polars(
     assert "polars: deferred" in run.stdout
     assert conn.execute(sql.SQL("SELECT a, d::text FROM {}").format(sql.Identifier(table))).fetchall() == [
         (1, "2024-01-05")]
+
+
+def test_a_headless_command_pauses_the_collector_for_its_imports_then_resumes() -> None:
+    import gc
+
+    from app.__main__ import _pause_collection
+
+    try:
+        timer = _pause_collection(0.05)
+        assert not gc.isenabled()
+        timer.join()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > 0  # what the imports made is left out of later passes
+    finally:
+        gc.unfreeze()
+        gc.enable()
