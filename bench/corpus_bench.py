@@ -1,6 +1,6 @@
 """Whole `python -m app load` commands on every shape of the corpus, beside `psql \\copy` and the server's own limit.
 
-    python -m bench.corpus_bench [--rows N] [--repeat K] [--dsn DSN|embedded] [--shapes a,b] [--big] [--out FILE]
+    python -m bench.corpus_bench [--rows N] [--repeat K] [--big-repeat K] [--dsn DSN|embedded] [--shapes a,b] [--big] [--out FILE]
 
 For each shape (bench/corpus.py) the cases run interleaved, round after round (psql, auto, copy-csv, ...
 then again), each a fresh process into a fresh table, with a CHECKPOINT before every run so one case's
@@ -194,7 +194,10 @@ def table(results: dict[str, dict[str, list[float]]], rows_of: dict[str, int]) -
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    # A 1M-row command takes about a second, and this host's noise moves one run by 15-20%: five
+    # rounds there; the 5M-row shape, ten times as long a run, keeps three.
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--big-repeat", type=int, default=3, help="rounds of the 5M-row shape")
     ap.add_argument("--dsn", default=None, help="a DSN, or 'embedded'; default: the local server if it answers")
     ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes (default: all)")
     ap.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated (default: %(default)s)")
@@ -211,7 +214,8 @@ def main() -> int:
     results: dict[str, dict[str, list[float]]] = {}
     for shape in shapes:
         print(f"{shape}…", file=sys.stderr, flush=True)
-        results[shape] = bench_shape(shape, rows_of[shape], a.repeat, dsn, tuple(a.strategies.split(",")))
+        repeat = a.big_repeat if shape == "mixed5m" else a.repeat
+        results[shape] = bench_shape(shape, rows_of[shape], repeat, dsn, tuple(a.strategies.split(",")))
     with psycopg.connect(dsn) as c:
         version = c.execute("SHOW server_version").fetchone()
     server = f"PostgreSQL {version[0] if version else '?'} ({'embedded' if 'host=/' in dsn else dsn})"
@@ -222,7 +226,8 @@ def main() -> int:
         f"- machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}",
         f"- server: {server}",
         f"- command: `python -m bench.corpus_bench {' '.join(sys.argv[1:])}` (`make bench` runs it)",
-        f"- method: whole commands, interleaved round by round, a CHECKPOINT before each run, median of {a.repeat}; "
+        f"- method: whole commands, interleaved round by round, a CHECKPOINT before each run, median of {a.repeat}"
+        f"{f' ({a.big_repeat} at 5M rows)' if a.big else ''}; "
         "each cell is rows/s as a ratio of psql's (median seconds, min–max); L0 is the server reading its own "
         "binary export of the same rows, no client at all (bench/corpus_bench.py)",
         "",
