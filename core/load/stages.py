@@ -259,7 +259,7 @@ def send_raw(
         if chunk.refused:
             # COPY would store it as a date of the day of the load; the parser refuses its row.
             raise ParseInstead("a relative date word (now, today, ...) in a date or time column")
-        write_raw(chunk.data)
+        write_raw(chunk.data, chunk.lines)
         run.rows_read += chunk.records if chunk.records >= 0 else count_records(chunk.data, quote)
         run.rows_loaded = run.rows_read
         run.bytes_read = chunk.bytes_read

@@ -15,7 +15,7 @@ from psycopg import sql
 
 from core.batch_size import DEFAULT_BATCH_ROWS, byte_sized
 from core.strategies.arrow_binary import ArrowEncoder, arrow_columns, untypable
-from core.strategies.base import Strategy, WriteFailed, register
+from core.strategies.base import Strategy, WriteContext, WriteFailed, register
 
 _LINE = re.compile(r"COPY [^,]*, line (\d+)")
 
@@ -27,15 +27,19 @@ def copy_error_row(exc: psycopg.Error) -> int | None:
     return int(m.group(1)) - 1 if m else None
 
 
-def csv_copy_sql(strategy: Strategy) -> sql.Composed:
-    """COPY ... (FORMAT csv), with the source file's own dialect when its bytes pass through."""
+def csv_copy_sql(strategy: Strategy, *, plain: bool = False) -> sql.Composed:
+    """COPY ... (FORMAT csv), with the source file's own dialect when its bytes pass through.
+    `plain`: the file's own records that hold no quote and no backslash, in COPY's text format
+    (see plain_quote)."""
     opts = strategy.ctx.copy_options or {}
-    text = opts.get("format") == "text"  # PostgreSQL's text format passing through (core.sources.pgtext)
+    text = opts.get("format") == "text" or plain  # (also PostgreSQL's text format passing through: core.sources.pgtext)
     parts: list[sql.Composable] = [sql.SQL("FORMAT text" if text else "FORMAT csv")]
     # COPY options take literals, not parameters.
     for key, word in (("delimiter", "DELIMITER"), ("quote", "QUOTE"), ("null", "NULL")):
-        if key in opts and not (text and key == "quote"):
+        if key in opts and not (text and key == "quote") and not (plain and key == "null"):
             parts.append(sql.SQL("{} {}").format(sql.SQL(word), sql.Literal(opts[key])))
+    if plain:  # text format's own NULL is \N; a CSV field's is the empty one, or the file's marker
+        parts.append(sql.SQL("NULL {}").format(sql.Literal(opts.get("null") or "")))
     if opts.get("encoding"):
         parts.append(sql.SQL("ENCODING {}").format(sql.Literal(opts["encoding"])))
     if strategy.ctx.force_not_null:
@@ -46,6 +50,35 @@ def csv_copy_sql(strategy: Strategy) -> sql.Composed:
     return sql.SQL("COPY {} ({}) FROM STDIN ({})").format(
         strategy.ctx.table.ident(), strategy.column_list(), sql.SQL(", ").join(parts)
     )
+
+
+# Characters COPY refuses as a text-format delimiter (its escapes and the line ends).
+_TEXT_REFUSED_DELIMITERS = "\\.abcdefghijklmnopqrstuvwxyz0123456789\r\n"
+
+
+def plain_quote(ctx: WriteContext) -> bytes | None:
+    """The file's quote character, when its own records may go in COPY's text format wherever
+    they hold neither it nor a backslash; None when they must always go as CSV.
+
+    Such records read the same either way: the same bytes in every field, NULL where the field
+    is empty (or the file's marker), and CSV's quoting never comes into play. The server's text
+    reader skips that quoting: over the 1M-row corpus files, read by the server from its own
+    disk, text took 0.88-0.97 of CSV's time (numeric 0.59 -> 0.53 s, temporal 1.24 -> 1.15,
+    wide_text 1.59 -> 1.40, narrow 0.30 -> 0.30). Not where some columns keep the marker as a
+    value (FORCE_NOT_NULL has no text-format form), nor with a delimiter text format refuses."""
+    opts = ctx.copy_options
+    if not opts or opts.get("format") == "text" or ctx.force_not_null:
+        return None
+    delimiter, quote, null = opts.get("delimiter", ","), opts.get("quote", '"'), opts.get("null") or ""
+    if len(delimiter.encode()) != 1 or delimiter in _TEXT_REFUSED_DELIMITERS or len(quote.encode()) != 1 \
+            or "\\" in null or delimiter in null or quote in null:
+        return None
+    return quote.encode()
+
+
+def is_plain(data: bytes, quote: bytes) -> bool:
+    """No quote and no backslash in `data` (two memchr-speed scans)."""
+    return quote not in data and b"\\" not in data
 
 
 class _CopyStrategy(Strategy):
@@ -196,8 +229,14 @@ class CopyCsv(_CopyStrategy):
     seed = "003, 004"
     streams_raw_csv = True
 
+    def open(self) -> None:
+        self._plain: bytes | None = None
+        self._plain_open = False  # the open statement is in COPY's text format
+        super().open()
+        self._plain = plain_quote(self.ctx)
+
     def copy_sql(self) -> sql.Composed:
-        return csv_copy_sql(self)
+        return csv_copy_sql(self, plain=self._plain_open)
 
     def _send(self, copy: psycopg.Copy, frame: pl.DataFrame) -> None:
         copy.write(frame.write_csv(include_header=False))
@@ -207,11 +246,32 @@ class CopyCsv(_CopyStrategy):
 
     def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
         assert isinstance(prepared, bytes)
-        self.write_raw(prepared)
+        self._write(prepared)
         self._sent += frame.height
         return frame.height
 
-    def write_raw(self, data: bytes) -> None:
+    def write_raw(self, data: bytes, lines: int = -1) -> None:
+        """The file's own records: in text format while they hold no quote and no backslash
+        (plain_quote), in CSV from the first chunk that does (a file that quotes once is taken
+        to quote again, so the statements do not flip back and forth). COPY counts an error's
+        line within its statement: the text statement's lines are kept for the one after it."""
+        if self._plain is not None:
+            plain = is_plain(data, self._plain)
+            if not plain:
+                self._plain = None
+                if self._plain_open:
+                    self._end_copy()
+            if self._copy is None:
+                self._plain_open = plain
+        self._write(data)
+        if self._plain_open:
+            self._sent += lines if lines >= 0 else data.count(b"\n")
+
+    def _end_copy(self) -> None:
+        super()._end_copy()
+        self._plain_open = False
+
+    def _write(self, data: bytes) -> None:
         copy = self._ensure_copy()
         try:
             copy.write(data)
@@ -245,8 +305,8 @@ class CopyBinary(_CopyStrategy):
     warms_with_raw_csv = True
 
     def copy_sql(self) -> sql.Composed:
-        if self._format == "csv":
-            return csv_copy_sql(self)
+        if self._format in ("csv", "plain"):
+            return csv_copy_sql(self, plain=self._format == "plain")
         if self._format == "text":
             return super().copy_sql()
         freeze = sql.SQL(", FREEZE" if self.ctx.freeze else "")
@@ -255,12 +315,14 @@ class CopyBinary(_CopyStrategy):
 
     def open(self) -> None:
         self._format = "binary"
+        self._plain: bytes | None = None
         self._told = False
         self._arrow: ArrowEncoder | None = None
         self._arrow_error: BaseException | None = None
         self.ready = threading.Event()  # the encoder is built
         self._warming: threading.Thread | None = None
         super().open()
+        self._plain = plain_quote(self.ctx) if self.ctx.warm else None
         if not self.ctx.warm or encoder_loaded():
             self._build_encoder()
             if self._arrow_error is not None:
@@ -346,8 +408,11 @@ class CopyBinary(_CopyStrategy):
         return frame.height
 
     def write_warm(self, data: bytes, records: int) -> None:
-        """The file's own records (warm start), in a CSV COPY statement."""
-        self._switch("csv")
+        """The file's own records (warm start), in a CSV COPY statement, or in text format
+        while they hold no quote and no backslash (plain_quote; as CopyCsv.write_raw)."""
+        if self._plain is not None and not is_plain(data, self._plain):
+            self._plain = None
+        self._switch("plain" if self._plain is not None else "csv")
         copy = self._ensure_copy()
         try:
             copy.write(data)
@@ -360,7 +425,7 @@ class CopyBinary(_CopyStrategy):
     @property
     def sending_raw(self) -> bool:
         """The statement now open (or the one that failed) carries the file's own bytes."""
-        return self._format == "csv"
+        return self._format in ("csv", "plain")
 
     def _tell_once(self) -> None:
         if self._arrow is not None and not self._told:

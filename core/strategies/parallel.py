@@ -242,8 +242,9 @@ class ParallelCopy(Strategy):
         self.flush()  # every COPY has ended: errors surface here
         report()
 
-    def write_raw(self, data: bytes) -> None:
-        rows = data.count(b"\n")  # exact unless quoted fields hold newlines; used for error lines only
+    def write_raw(self, data: bytes, lines: int = -1) -> None:
+        # Exact unless quoted fields hold newlines; used for error lines only.
+        rows = lines if lines >= 0 else data.count(b"\n")
         self._put(data, self._row, rows)
         self._row += rows
 
