@@ -40,10 +40,11 @@ class WarmStarts(Protocol):
 @runtime_checkable
 class ReadsByteRanges(Protocol):
     """Streams that read whole-record byte ranges of the file themselves (parallel-copy);
-    each range comes with its records, counted by the cutter that refused any range whose quote
-    swallowed whole records; `progress(records, bytes)` is told what they read and sent so far."""
+    each range (lo, hi, records, plain) comes with its records, counted by the cutter that refused
+    any range whose quote swallowed whole records, and whether it holds no quote and no backslash;
+    `progress(records, bytes)` is told what they read and sent so far."""
 
-    def feed_raw(self, ranges: Iterable[tuple[int, int, int]], path: str,
+    def feed_raw(self, ranges: Iterable[tuple[int, int, int, bool]], path: str,
                  progress: Callable[[int, int], None]) -> None: ...
 
 

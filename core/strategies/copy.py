@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 
 from core.batch_size import DEFAULT_BATCH_ROWS, byte_sized
+from core.sources.csv.records import is_plain
 from core.strategies.arrow_binary import ArrowEncoder, arrow_columns, untypable
 from core.strategies.base import Strategy, WriteContext, WriteFailed, register
 
@@ -74,11 +75,6 @@ def plain_quote(ctx: WriteContext) -> bytes | None:
             or "\\" in null or delimiter in null or quote in null:
         return None
     return quote.encode()
-
-
-def is_plain(data: bytes, quote: bytes) -> bool:
-    """No quote and no backslash in `data` (two memchr-speed scans)."""
-    return quote not in data and b"\\" not in data
 
 
 class _CopyStrategy(Strategy):

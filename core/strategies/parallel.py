@@ -16,7 +16,7 @@ from core.db import connect
 from core.errors import LoadFailed, ParseInstead
 from core.strategies.base import Strategy, WriteFailed, register
 from core.strategies.binary_frames import TRAILER
-from core.strategies.copy import copy_error_row, csv_copy_sql
+from core.strategies.copy import copy_error_row, csv_copy_sql, plain_quote
 from core.two_phase import LOCK_TIMEOUT, TwoPhaseGroup
 
 if TYPE_CHECKING:
@@ -25,14 +25,17 @@ if TYPE_CHECKING:
 _STOP = object()
 
 
-class _Span(tuple[int, int, int]):
-    """File bytes lo .. hi - 1 (whole records) that a worker reads itself, and their records, which
-    the cutter counted as it looked at them."""
+class _Span(tuple[int, int, int, bool]):
+    """File bytes lo .. hi - 1 (whole records) that a worker reads itself, their records, which
+    the cutter counted as it looked at them, and whether they hold no quote and no backslash."""
 
 
-def _binary(item: object) -> bool:
-    """A batch's binary tuples (a view; CSV batches and the file's own bytes are bytes)."""
-    return isinstance(item, tuple) and not isinstance(item, _Span) and isinstance(item[0], memoryview)
+def _kind(item: object, plain: bool) -> str:
+    """The COPY statement an item goes in: a batch's binary tuples (a view), a plain byte range
+    in text format (where the load allows it: `plain`), the rest as CSV."""
+    if isinstance(item, _Span):
+        return "plain" if plain and item[3] else "csv"
+    return "binary" if isinstance(item, tuple) and isinstance(item[0], memoryview) else "csv"
 
 
 class _Worker(threading.Thread):
@@ -56,13 +59,18 @@ class _Worker(threading.Thread):
             with self.conn.cursor() as cur:
                 # One COPY statement per run of items in one format: batches typed exactly go as
                 # binary, others (and the file's own bytes) as CSV, in the same transaction.
+                plain = self.owner.plain_stmt is not None
                 while item is not _STOP:
-                    binary = self.owner.binary if _binary(item) else None
+                    kind = _kind(item, plain)
+                    binary = self.owner.binary if kind == "binary" else None
                     self._statement_row = sum(n for _, n in self.sent)  # rows before this statement
-                    with cur.copy(binary.copy_sql if binary else self.owner.copy_stmt) as cp:
+                    stmt = binary.copy_sql if binary else self.owner.plain_stmt if kind == "plain" else \
+                        self.owner.copy_stmt
+                    assert stmt is not None
+                    with cur.copy(stmt) as cp:
                         if binary:
                             cp.write(binary.header)
-                        while item is not _STOP and _binary(item) == (binary is not None):
+                        while item is not _STOP and _kind(item, plain) == kind:
                             if isinstance(item, _Span):
                                 # Counted, and looked at for swallowed records, by the cutter
                                 # (parallel_run._look), apart from the server's count (a lost
@@ -144,6 +152,8 @@ class ParallelCopy(Strategy):
         self._fail_lock = threading.Lock()
         self._first_error: BaseException | None = None
         self.copy_stmt = csv_copy_sql(self)
+        # The file's byte ranges with no quote and no backslash, in COPY's text format (copy.plain_quote).
+        self.plain_stmt = csv_copy_sql(self, plain=True) if plain_quote(self.ctx) is not None else None
         if not self.ctx.copy_options:  # parsed batches (the file's own bytes are CSV as they are)
             from core.strategies.binary_frames import BinaryFrames
 
@@ -216,7 +226,7 @@ class ParallelCopy(Strategy):
 
     path = ""  # feed_raw: the file the workers read
 
-    def feed_raw(self, ranges: Iterable[tuple[int, int, int]], path: str,
+    def feed_raw(self, ranges: Iterable[tuple[int, int, int, bool]], path: str,
                  progress: Callable[[int, int], None]) -> None:
         """The file's own bytes with no reader in between: each worker reads whole-record byte
         ranges itself (cut by the protocol, by quote parity, as parallel_run's per-batch chunks
@@ -229,8 +239,8 @@ class ParallelCopy(Strategy):
         def report() -> None:
             progress(sum(w.records for w in self.workers), sum(w.bytes_sent for w in self.workers))
 
-        for lo, hi, records in ranges:
-            self._put_item(_Span((lo, hi, records)))
+        for lo, hi, records, plain in ranges:
+            self._put_item(_Span((lo, hi, records, plain)))
             report()
         self._send_stops()
         # The last ranges: progress and cancel still work. join() returns as soon as its worker

@@ -15,9 +15,9 @@ from psycopg import sql
 from core.db import TableRef
 from core.errors import BadRowError
 from core.load.job import LoadJob
-from core.spec import LoadSpec, SourceOptions, TargetSpec
+from core.spec import CommitMode, LoadMode, LoadSpec, SourceOptions, TargetSpec
 from core.strategies.base import WriteContext
-from core.strategies.copy import CopyCsv, csv_copy_sql, plain_quote
+from core.strategies.copy import CopyCsv, plain_quote
 
 CSV = {"delimiter": ",", "quote": '"', "null": "", "encoding": "UTF8"}
 # More than the reader's first chunks (256 kB, then twice that): the text statement carries
@@ -97,15 +97,18 @@ def _reference(conn: psycopg.Connection[Any], path: Path, table: str, null: str)
 
 
 def _statements(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each COPY statement of the file's own records was composed in text format."""
-    made: list[bool] = []
+    """For each COPY of the file's own records that the load ran, whether it was in text format."""
+    ran: list[bool] = []
+    real = psycopg.Cursor.copy
 
-    def spy(strategy: Any, *, plain: bool = False) -> sql.Composed:
-        made.append(plain)
-        return csv_copy_sql(strategy, plain=plain)
+    def copy(self: psycopg.Cursor[Any], statement: Any, *args: Any, **kwargs: Any) -> Any:
+        text = statement.as_string(self) if isinstance(statement, sql.Composable) else str(statement)
+        if "FORMAT binary" not in text and "_ref" not in text:
+            ran.append("FORMAT text" in text)
+        return real(self, statement, *args, **kwargs)
 
-    monkeypatch.setattr("core.strategies.copy.csv_copy_sql", spy)
-    return made
+    monkeypatch.setattr(psycopg.Cursor, "copy", copy)
+    return ran
 
 
 @pytest.mark.parametrize("null", ["", "NA"])
@@ -164,3 +167,31 @@ def test_a_duplicate_after_the_switch_is_named_by_its_line(
         LoadJob(LoadSpec(SourceOptions(str(path)), TargetSpec(table), strategy="copy-csv", dsn=dsn)).run()
     assert err.value.problem.line == line
     assert "duplicate key" in err.value.problem.reason
+
+
+@pytest.mark.parametrize(("mode", "commit"), [(LoadMode.CREATE, CommitMode.SINGLE),
+                                              (LoadMode.APPEND, CommitMode.PER_BATCH)])
+def test_parallel_streams_send_plain_ranges_as_text(
+    mode: LoadMode, commit: CommitMode, dsn: str, conn: psycopg.Connection[Any],
+    table_name: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each stream reads its own byte ranges: the plain ones go in text format, the others as CSV,
+    and the table holds what CSV stores (several ranges each way, 64 kB apiece)."""
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MIN", 64 << 10)
+    monkeypatch.setattr("core.load.protocols.parallel_run.CHUNK_MAX", 64 << 10)
+    statements = _statements(monkeypatch)
+    path = _plain_then_quoted(tmp_path / "f.csv")
+    table = table_name("plain")
+    if mode is LoadMode.APPEND:
+        conn.execute(sql.SQL("CREATE TABLE {} (id integer, name text, qty integer, note text)").format(
+            sql.Identifier(table)))
+    spec = LoadSpec(SourceOptions(str(path)), TargetSpec(table, mode=mode), strategy="parallel-copy", dsn=dsn,
+                    workers=2, commit=commit)
+    if mode is LoadMode.CREATE:
+        spec.columns = None  # the new table's types from the file: integer, text, integer, text
+    result = LoadJob(spec).run()
+    assert result.rows_loaded == PLAIN_ROWS + 2_000
+    got = conn.execute(sql.SQL("SELECT id, name, qty::integer, note FROM {} ORDER BY id").format(
+        sql.Identifier(table))).fetchall()
+    assert got == _reference(conn, path, table, "")
+    assert True in statements and False in statements  # a text statement, and a CSV one

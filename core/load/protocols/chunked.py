@@ -104,6 +104,7 @@ class StreamPlan:
     path: str = ""  # the file byte-range pieces are read from
     quote: bytes = b'"'  # its quote, for counting the records of a range
     binary: bool = False  # parsed batches go as binary COPY where every value can be typed
+    plain_copy: sql.Composed | None = None  # COPY (text format) for byte ranges with no quote and no backslash
 
 
 class _Stream(threading.Thread):
@@ -219,8 +220,9 @@ class _Stream(threading.Thread):
             if self._fd < 0:
                 self._fd = os.open(plan.path, os.O_RDONLY)
             sent = max(0, piece.records)  # counted by the reader that cut the range, as it read it
+            stmt = plan.plain_copy if piece.plain and plan.plain_copy is not None else plan.raw_copy
             with conn.cursor() as cur:
-                with cur.copy(plan.raw_copy) as cp:
+                with cur.copy(stmt) as cp:
                     if piece.records >= 0:
                         for block in read_bytes(self._fd, piece.lo, piece.hi):
                             cp.write(block)

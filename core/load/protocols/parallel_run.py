@@ -27,7 +27,7 @@ from core.sources.many import load_fingerprint
 from core.spec import ErrorPolicy, LoadMode
 from core.strategies.abilities import ReadsByteRanges
 from core.strategies.base import Strategy, WriteContext, WriteFailed
-from core.strategies.copy import csv_copy_sql
+from core.strategies.copy import csv_copy_sql, plain_quote
 
 if TYPE_CHECKING:
     import polars as pl
@@ -39,14 +39,17 @@ if TYPE_CHECKING:
 
 
 def _copies(cls: type[Strategy], ctx: WriteContext, raw_options: dict[str, str] | None,
-            force_not_null: list[str]) -> tuple[sql.Composed | None, sql.Composed, Strategy]:
-    """COPY for the file's own bytes (its dialect) and for polars-written batches."""
+            force_not_null: list[str]) -> tuple[sql.Composed | None, sql.Composed | None, sql.Composed, Strategy]:
+    """COPY for the file's own bytes (its dialect), for those of them with no quote and no
+    backslash in text format where the load allows it (plain_quote), and for polars-written batches."""
     parsed = cls(ctx)
-    raw_stmt = None
+    raw_stmt = plain_stmt = None
     if raw_options is not None:
         raw_ctx = WriteContext(**{**ctx.__dict__, "copy_options": raw_options, "force_not_null": force_not_null})
         raw_stmt = csv_copy_sql(cls(raw_ctx))
-    return raw_stmt, csv_copy_sql(parsed), parsed
+        if plain_quote(raw_ctx) is not None:
+            plain_stmt = csv_copy_sql(cls(raw_ctx), plain=True)
+    return raw_stmt, plain_stmt, csv_copy_sql(parsed), parsed
 
 
 def run_per_batch(
@@ -77,7 +80,7 @@ def run_per_batch(
         d = _csv(plan).dialect
         raw_options = {"delimiter": d.delimiter, "quote": d.quote, "null": d.null, "encoding": "UTF8"}
     quote = (plan.source.quote if isinstance(plan.source, RawCsvSource) else '"').encode()
-    raw_stmt, parsed_stmt, proto = _copies(cls, ctx, raw_options, common.raw_text_columns(plan))
+    raw_stmt, plain_stmt, parsed_stmt, proto = _copies(cls, ctx, raw_options, common.raw_text_columns(plan))
     span = data_span(plan) if raw else None
     run.emit(Phase.LOADING, force=True)
     while True:
@@ -91,7 +94,7 @@ def run_per_batch(
         truncate = ref if mode is LoadMode.TRUNCATE and not done else None
         splan = StreamPlan(ctx, raw_stmt, parsed_stmt, plan.source, skip, (ref, key), spec.reject_limit,
                            spec.reject_limit_pct, run.retry_backoff_s, truncate, _session_options(run),
-                           str(plan.source.path), quote, binary=True)
+                           str(plan.source.path), quote, binary=True, plain_copy=plain_stmt)
         streams = ChunkStreams(splan, ctx.workers, run.cancel, run.on_log, lambda: None)
         bytes_base = span[0] + sum(c.hi - c.lo for c in done) if by_bytes and span is not None else None
         streams.on_progress = progress(run, streams, base, bytes_base)
@@ -325,7 +328,7 @@ def feed_byte_ranges(run: RunContext, strategy: Strategy, plan: Plan) -> None:
 
     source = _csv(plan)
     cuts = byte_cuts(source, span, max(1, strategy.ctx.workers), run.target_info)
-    ranges = ((p.lo, p.hi, p.records) for p in byte_pieces(cuts, Ranges([])))
+    ranges = ((p.lo, p.hi, p.records, p.plain) for p in byte_pieces(cuts, Ranges([])))
     strategy.feed_raw(ranges, str(source.path), progress)
     plan.source.check_unchanged()
 

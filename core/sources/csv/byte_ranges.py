@@ -39,6 +39,7 @@ class Piece:
     bad: tuple[BadRecord, ...] = ()
     by_bytes: bool = False  # lo .. hi - 1 are file bytes, which the stream reads itself
     records: int = -1  # of a byte range, when the reader that cut it counted them (else the stream counts)
+    plain: bool = False  # a byte range with no quote and no backslash (records.is_plain): COPY's text format reads it
 
     def rows(self, loaded: int, rejected: int) -> int:
         """Source rows the chunk consumed (a byte range holds what COPY counted)."""
@@ -98,7 +99,9 @@ def byte_pieces(cuts: Iterator[int], done: Ranges) -> Iterator[Piece]:
         for cut in cuts:
             for lo, hi in done.gaps(prev, cut):
                 whole = (lo, hi) == (prev, cut)  # a part of a chunk (an earlier run's) was not counted
-                yield Piece(lo, hi, hi, by_bytes=True, records=cut.records if whole and isinstance(cut, Cut) else -1)
+                counted = cut if whole and isinstance(cut, Cut) else None
+                yield Piece(lo, hi, hi, by_bytes=True, records=counted.records if counted is not None else -1,
+                            plain=counted is not None and counted.plain)
             prev = cut
     except (EndsInQuote, BareQuoteIn) as why:
         raise ParseInstead(str(why)) from None

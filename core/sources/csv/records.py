@@ -301,9 +301,17 @@ class BareQuoteIn(ValueError):
 
 class Cut(int):
     """A record boundary that record_cuts found, with the records between the cut before it and
-    this one when its `look` counted them (-1 when nobody did)."""
+    this one when its `look` counted them (-1 when nobody did), and whether those hold neither
+    a quote nor a backslash (is_plain)."""
 
     records = -1
+    plain = False
+
+
+def is_plain(data: bytes, quote: bytes) -> bool:
+    """No quote and no backslash in `data`: records that COPY's text format reads as its CSV
+    format does (core.strategies.copy.plain_quote). Two memchr-speed scans."""
+    return bool(quote) and quote not in data and b"\\" not in data
 
 
 def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
@@ -325,7 +333,8 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
     every cut yielded so far then lies before the first such quote, where COPY's records and
     the parser's are the same. `look(chunk)` sees each chunk's bytes (whole records) before its
     cut is yielded, and may refuse them by raising; it returns their records, and the cut is
-    then a Cut that carries them: the streams that send the chunk need not read it to count.
+    then a Cut that carries them (and whether they are plain): the streams that send the chunk
+    need not read it to count.
     """
     import os
 
@@ -362,6 +371,7 @@ def record_cuts(fd: int, start: int, end: int, quote: bytes, every: int,
         else:
             counted = Cut(at)
             counted.records = look(chunk)
+            counted.plain = is_plain(chunk, quote)
             yield counted
         if at >= end:
             return
