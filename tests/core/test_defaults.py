@@ -280,22 +280,25 @@ def test_a_character_latin1_cannot_store_is_refused_with_line_and_column(
     t = f"enc_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(latin1_dsn, autocommit=True) as c:
         c.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(t)))
-        with pytest.raises(SluiceError) as err:
-            _load(latin1_dsn, path, t, strategy)
-        assert _rows(c, t) == []
+        try:
+            with pytest.raises(SluiceError) as err:
+                _load(latin1_dsn, path, t, strategy)
+            assert _rows(c, t) == []
+        finally:
+            c.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(t)))
     msg = str(err.value)
     assert "euro.csv" in msg and "line 3" in msg and "name" in msg, msg
 
 
 @pytest.mark.parametrize("strategy", ["auto", "copy-csv", "copy-binary", "executemany"])
 def test_a_file_of_mixed_encodings_is_refused_not_garbled(
-    strategy: str, dsn: str, conn: psycopg.Connection[Any], tmp_path: Path
+    strategy: str, dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     """UTF-8 rows and one cp1252 row in the sample: read as cp1252, every "é" would be
     stored as "Ã©". The first byte that is not UTF-8 is refused with its line instead."""
     body = b"id,name\n" + b"".join(f"{i},caf\u00e9 {i}\n".encode() for i in range(1, 50)) + b"50,caf\xe9\n"
     path = _write(tmp_path / "mixed.csv", body)
-    t = f"enc_{uuid.uuid4().hex[:8]}"
+    t = table_name("enc")
     conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(t)))
     with pytest.raises(SluiceError) as err:
         _load(dsn, path, t, strategy)
