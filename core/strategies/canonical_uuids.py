@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from core.strategies.arrow_buffers import string_buffers
+
 _WIDTH = 36
 _DASHES = [8, 13, 18, 23]
 
@@ -21,8 +23,6 @@ _DASHES = [8, 13, 18, 23]
 def canonical_uuids(s: pl.Series) -> pl.Series | None:
     """The 16 bytes of each value (null for nulls), or None when some value has another form."""
     import pyarrow as pa
-
-    from core.strategies.fixed_width_times import string_buffers
 
     column = string_buffers(s)
     if column is None:

@@ -89,9 +89,12 @@ class _CopyStrategy(Strategy):
         return byte_sized(width, stages=cls.batch_stages) if width > 0 else DEFAULT_BATCH_ROWS
 
     batch_stages: ClassVar[int] = 1  # stages that hold a batch at once (core.batch_size.byte_sized)
+    first_format: ClassVar[str] = "text"  # the format of the stream's first statement (see _switch)
 
     def open(self) -> None:
         # Set before connecting: rollback() and close() run when the connection is refused too.
+        self._format = self.first_format
+        self._plain: bytes | None = None  # the quote byte while the file's own records may go plain
         self._stack: ExitStack | None = None
         self._copy: psycopg.Copy | None = None
         self._cur: psycopg.Cursor[Any] | None = None
@@ -116,6 +119,23 @@ class _CopyStrategy(Strategy):
 
     def _prepare(self, copy: psycopg.Copy, cur: psycopg.Cursor[Any]) -> None:
         """Per-format set-up once the COPY is open."""
+
+    def _switch(self, fmt: str) -> None:
+        """Send what follows in `fmt`: the open statement, if in another format, ends (its rows
+        count towards the stream's) and the next one opens in `fmt`, in the same transaction."""
+        if fmt == self._format:
+            return
+        if self._copy is not None:
+            self._end_copy()
+        self._format = fmt
+
+    def _raw_format(self, data: bytes) -> str:
+        """The statement for the file's own records `data`: text format ("plain") while they hold
+        no quote and no backslash (plain_quote), CSV from the first that do (a file that quotes
+        once is taken to quote again, so the statements do not flip back and forth)."""
+        if self._plain is not None and not is_plain(data, self._plain):
+            self._plain = None
+        return "plain" if self._plain is not None else "csv"
 
     def _error_row(self, exc: psycopg.Error) -> int | None:
         row = copy_error_row(exc)
@@ -225,14 +245,14 @@ class CopyCsv(_CopyStrategy):
     seed = "003, 004"
     streams_raw_csv = True
 
+    first_format = "csv"
+
     def open(self) -> None:
-        self._plain: bytes | None = None
-        self._plain_open = False  # the open statement is in COPY's text format
         super().open()
         self._plain = plain_quote(self.ctx)
 
     def copy_sql(self) -> sql.Composed:
-        return csv_copy_sql(self, plain=self._plain_open)
+        return csv_copy_sql(self, plain=self._format == "plain")
 
     def _send(self, copy: psycopg.Copy, frame: pl.DataFrame) -> None:
         copy.write(frame.write_csv(include_header=False))
@@ -247,25 +267,12 @@ class CopyCsv(_CopyStrategy):
         return frame.height
 
     def write_raw(self, data: bytes, lines: int = -1) -> None:
-        """The file's own records: in text format while they hold no quote and no backslash
-        (plain_quote), in CSV from the first chunk that does (a file that quotes once is taken
-        to quote again, so the statements do not flip back and forth). COPY counts an error's
-        line within its statement: the text statement's lines are kept for the one after it."""
-        if self._plain is not None:
-            plain = is_plain(data, self._plain)
-            if not plain:
-                self._plain = None
-                if self._plain_open:
-                    self._end_copy()
-            if self._copy is None:
-                self._plain_open = plain
+        """The file's own records, in text format or CSV (_raw_format). COPY counts an error's
+        line within its statement: the text statement's lines are kept for the CSV one after it."""
+        self._switch(self._raw_format(data))
         self._write(data)
-        if self._plain_open:
+        if self._format == "plain":
             self._sent += lines if lines >= 0 else data.count(b"\n")
-
-    def _end_copy(self) -> None:
-        super()._end_copy()
-        self._plain_open = False
 
     def _write(self, data: bytes) -> None:
         copy = self._ensure_copy()
@@ -309,9 +316,9 @@ class CopyBinary(_CopyStrategy):
         return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary{})").format(
             self.ctx.table.ident(), self.column_list(), freeze)
 
+    first_format = "binary"
+
     def open(self) -> None:
-        self._format = "binary"
-        self._plain: bytes | None = None
         self._told = False
         self._arrow: ArrowEncoder | None = None
         self._arrow_error: BaseException | None = None
@@ -404,11 +411,8 @@ class CopyBinary(_CopyStrategy):
         return frame.height
 
     def write_warm(self, data: bytes, records: int) -> None:
-        """The file's own records (warm start), in a CSV COPY statement, or in text format
-        while they hold no quote and no backslash (plain_quote; as CopyCsv.write_raw)."""
-        if self._plain is not None and not is_plain(data, self._plain):
-            self._plain = None
-        self._switch("plain" if self._plain is not None else "csv")
+        """The file's own records (warm start), in text format or CSV (_raw_format)."""
+        self._switch(self._raw_format(data))
         copy = self._ensure_copy()
         try:
             copy.write(data)
@@ -430,13 +434,6 @@ class CopyBinary(_CopyStrategy):
             which = f"column {column!r} holds {value!r}, which is" if column else "a batch holds values"
             self.ctx.log(f"copy-binary: {which} not typed here exactly as PostgreSQL reads it (e.g. infinity, "
                          "24:00, a decimal to round); such batches go as text COPY, which the server parses")
-
-    def _switch(self, fmt: str) -> None:
-        if fmt == self._format:
-            return
-        if self._copy is not None:
-            self._end_copy()
-        self._format = fmt
 
     def _end_copy(self) -> None:
         if self._copy is not None and self._format == "binary":

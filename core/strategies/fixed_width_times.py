@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from core.strategies.arrow_buffers import string_buffers, validity
+
 _DATE_WIDTH = 10
 _TS_WIDTHS = (16, 19, 21, 22, 23, 24, 25, 26)  # no seconds; seconds; a dot and 1-6 decimals
 
@@ -212,32 +214,11 @@ def _inline(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], n
         return None
     # Each view: the value's length (int32), then the value itself when it fits in 12 bytes.
     views = np.frombuffer(arrow.buffers()[1], dtype=np.uint8).reshape(-1, 16)[arrow.offset:arrow.offset + n]
-    valid = _validity(arrow, n, nulls)
+    valid = validity(arrow, n, nulls)
     lengths = views[:, :4].copy().view(np.int32).ravel()[valid]
     if lengths.max() > _INLINE:
         return None
     return views[:, 4:], lengths, valid
-
-
-def _validity(arrow: Any, n: int, nulls: int) -> np.ndarray[Any, Any]:
-    if not nulls:
-        return np.ones(n, dtype=bool)
-    bits = np.unpackbits(np.frombuffer(arrow.buffers()[0], dtype=np.uint8), bitorder="little")
-    return bits[arrow.offset:arrow.offset + n].astype(bool)
-
-
-def string_buffers(s: pl.Series) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
-    """(offsets, bytes, where not null) of a text column's Arrow buffers; None when it holds no
-    value or is not plain text."""
-    n = len(s)
-    nulls = s.null_count()
-    if not n or nulls == n:
-        return None
-    arrow = s.to_arrow()
-    if str(arrow.type) != "large_string":
-        return None
-    offsets = np.frombuffer(arrow.buffers()[1], dtype=np.int64, count=n + 1, offset=arrow.offset * 8)
-    return offsets, np.frombuffer(arrow.buffers()[2], dtype=np.uint8), _validity(arrow, n, nulls)
 
 
 _ZERO = np.uint8(ord("0"))
