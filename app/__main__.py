@@ -72,5 +72,27 @@ def main(argv: list[str] | None = None) -> int:
     os._exit(code)
 
 
+def _leave(code: int) -> None:
+    """End a headless command that returned: its exit handlers run (logging's, the embedded
+    server's handle list) and its output flushed, then out without the interpreter's teardown,
+    which freed every module and buffer one by one: 15 ms after a raw CSV load, 35-40 ms once
+    polars and pyarrow were loaded (psql ends in 1 ms). The load has committed, the history is
+    written and closed, and no thread of the load is left (the collector's timer is a daemon)."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        pass  # (a reader that left: main() already sent stdout to /dev/null)
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from app.cli import HEADLESS
+
+    _code = main()
+    if sys.argv[1:2] and sys.argv[1] in HEADLESS:
+        _leave(_code)  # (the window's main() leaves by os._exit itself)
+    sys.exit(_code)

@@ -4,6 +4,8 @@ pyarrow.compute (16 and 50 ms, before its first batch could go)."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -102,3 +104,41 @@ def test_a_headless_command_pauses_the_collector_for_its_imports_then_resumes() 
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_a_headless_command_leaves_with_its_code_its_output_and_its_exit_handlers(
+    dsn: str, conn: psycopg.Connection[Any], table_name: Callable[[str], str], tmp_path: Path,
+) -> None:
+    """`python -m app` leaves a headless command by os._exit (no interpreter teardown): what it
+    printed still arrives whole through a pipe, its exit code is kept, and the exit handlers
+    (logging's, the embedded server's handle list) still run. `site` is the hook that lets the
+    probe register one of its own before the command starts."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    marker = tmp_path / "handlers_ran"
+    (hook / "sitecustomize.py").write_text(
+        "import atexit, pathlib\n"
+        f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'yes')\n", encoding="utf-8")
+    path = tmp_path / "rows.csv"
+    path.write_text("id,name\n" + "".join(f"{i},name {i}\n" for i in range(2_000)), encoding="utf-8")
+    table = table_name("leave")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int, name text)").format(sql.Identifier(table)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")])}
+
+    def app(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env,
+                              cwd=Path(__file__).parents[2], timeout=120)
+
+    run = app("load", str(path), "--table", table, "--dsn", dsn, "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.splitlines()[-1])["rows_loaded"] == 2_000
+    assert "loaded 2,000 of 2,000 rows" in run.stderr
+    assert marker.read_text(encoding="utf-8") == "yes"
+    marker.unlink()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,name\nx,y\n", encoding="utf-8")
+    failed = app("load", str(bad), "--table", table, "--dsn", dsn, "--json")
+    assert failed.returncode == 1 and "error:" in failed.stderr and '"error"' in failed.stdout
+    assert marker.read_text(encoding="utf-8") == "yes"
+    listed = app("strategies")
+    assert listed.returncode == 0 and "copy-binary" in listed.stdout and listed.stdout.endswith("\n")
