@@ -56,11 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             # The reader of our output left (`strategies | head -1`): nothing more to say to it.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             code = 0
-        # The interpreter's exit-time collections walk every object the imports made (psycopg,
-        # polars: 30 ms, a fifth of a one-row load). Frozen, they are skipped; atexit handlers
-        # still run and files still flush, unlike os._exit.
-        gc.freeze()
-        return code
+        return code  # (`python -m app` then leaves by _leave(), without the interpreter's teardown)
     from app.gui import main as gui_main
 
     code = gui_main(args)
