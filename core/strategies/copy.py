@@ -137,6 +137,16 @@ class _CopyStrategy(Strategy):
             self._plain = None
         return "plain" if self._plain is not None else "csv"
 
+    def _write(self, data: bytes | memoryview) -> None:
+        """Bytes as they are into the open statement (opened if none is): the file's own records,
+        or a batch already formatted or encoded."""
+        copy = self._ensure_copy()
+        try:
+            copy.write(data)
+        except psycopg.Error as exc:
+            self._stack = self._copy = None
+            raise WriteFailed(exc, self._error_row(exc)) from exc
+
     def _error_row(self, exc: psycopg.Error) -> int | None:
         row = copy_error_row(exc)
         return None if row is None else self._base + row
@@ -274,13 +284,6 @@ class CopyCsv(_CopyStrategy):
         if self._format == "plain":
             self._sent += lines if lines >= 0 else data.count(b"\n")
 
-    def _write(self, data: bytes) -> None:
-        copy = self._ensure_copy()
-        try:
-            copy.write(data)
-        except psycopg.Error as exc:
-            self._stack = self._copy = None
-            raise WriteFailed(exc, self._error_row(exc)) from exc
 
 
 @register
@@ -399,26 +402,16 @@ class CopyBinary(_CopyStrategy):
     def write_prepared(self, prepared: object, frame: pl.DataFrame) -> int:
         assert isinstance(prepared, (memoryview, bytes))
         self._switch("text" if isinstance(prepared, bytes) else "binary")
-        copy = self._ensure_copy()
-        try:
-            if isinstance(prepared, bytes):
-                self._tell_once()
-            copy.write(prepared)
-        except psycopg.Error as exc:
-            self._stack = self._copy = None
-            raise WriteFailed(exc, self._error_row(exc)) from exc
+        if isinstance(prepared, bytes):
+            self._tell_once()
+        self._write(prepared)
         self._sent += frame.height
         return frame.height
 
     def write_warm(self, data: bytes, records: int) -> None:
         """The file's own records (warm start), in text format or CSV (_raw_format)."""
         self._switch(self._raw_format(data))
-        copy = self._ensure_copy()
-        try:
-            copy.write(data)
-        except psycopg.Error as exc:
-            self._stack = self._copy = None
-            raise WriteFailed(exc) from exc
+        self._write(data)
         self._sent += records
         self._warm_up()
 

@@ -7,7 +7,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import polars as pl
 import psycopg
@@ -25,16 +25,21 @@ if TYPE_CHECKING:
 _STOP = object()
 
 
-class _Span(tuple[int, int, int, bool]):
+class _Span(NamedTuple):
     """File bytes lo .. hi - 1 (whole records) that a worker reads itself, their records, which
     the cutter counted as it looked at them, and whether they hold no quote and no backslash."""
+
+    lo: int
+    hi: int
+    records: int
+    plain: bool
 
 
 def _kind(item: object, plain: bool) -> str:
     """The COPY statement an item goes in: a batch's binary tuples (a view), a plain byte range
     in text format (where the load allows it: `plain`), the rest as CSV."""
     if isinstance(item, _Span):
-        return "plain" if plain and item[3] else "csv"
+        return "plain" if plain and item.plain else "csv"
     return "binary" if isinstance(item, tuple) and isinstance(item[0], memoryview) else "csv"
 
 
@@ -75,8 +80,8 @@ class _Worker(threading.Thread):
                                 # Counted, and looked at for swallowed records, by the cutter
                                 # (parallel_run._look), apart from the server's count (a lost
                                 # part must fail the load): read here only to be sent.
-                                self.records += item[2]
-                                for block in read_bytes(self._file(), item[0], item[1]):
+                                self.records += item.records
+                                for block in read_bytes(self._file(), item.lo, item.hi):
                                     if b"\x00" in block:
                                         # COPY would refuse it as an encoding error; the parser names its line.
                                         raise ParseInstead("a NUL byte")
@@ -240,7 +245,7 @@ class ParallelCopy(Strategy):
             progress(sum(w.records for w in self.workers), sum(w.bytes_sent for w in self.workers))
 
         for lo, hi, records, plain in ranges:
-            self._put_item(_Span((lo, hi, records, plain)))
+            self._put_item(_Span(lo, hi, records, plain))
             report()
         self._send_stops()
         # The last ranges: progress and cancel still work. join() returns as soon as its worker
