@@ -212,9 +212,9 @@ def round_ratios(times: dict[str, list[float]], faster: str, than: str) -> list[
 
 
 # The host's pace drifts over minutes (psql's narrow load took 0.39 s one day, 0.53 the next, and
-# L0's 5M-row read 6.5 to 9.4 s within one hour), while a round runs its cases back to back: a
-# ratio of two runs of the same round compares them under the same conditions, and the median of
-# those ratios moves less with the drift than the ratio of two medians.
+# L0's 5M-row read 6.5 to 9.4 s within one hour), while a round runs its cases one after another: a
+# ratio of two runs of the same round compares them under nearly the same conditions, and the
+# median of those ratios moves less with the drift than the ratio of two medians.
 PAIRS = (("auto", "psql \\copy", "auto against psql"),
          ("auto", "L0: server COPY FROM its binary file", "auto against L0 (its pace as a share of L0's)"),
          ("parallel-copy per-batch", "psql \\copy", "parallel-copy per-batch against psql"))
@@ -223,8 +223,8 @@ PAIRS = (("auto", "psql \\copy", "auto against psql"),
 def paired(results: dict[str, dict[str, list[float]]]) -> list[str]:
     """Round-by-round ratios (issue 27's criteria: auto against psql on every shape; at 5M rows also
     auto against L0 and parallel-copy per-batch against psql), with their median."""
-    lines = ["Round by round: each ratio compares two runs of one round, made back to back (the median "
-             "of these moves less with the host's drift than a ratio of medians):", "",
+    lines = ["Round by round: each ratio compares two runs of the same round, a few minutes apart at most "
+             "(the median of these moves less with the host's drift than a ratio of medians):", "",
              "| shape | comparison | per round | median |", "|---|---|---|---:|"]
     for shape, times in results.items():
         for faster, than, label in PAIRS if shape == "mixed5m" else PAIRS[:1]:
