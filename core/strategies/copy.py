@@ -285,7 +285,6 @@ class CopyCsv(_CopyStrategy):
             self._sent += lines if lines >= 0 else data.count(b"\n")
 
 
-
 @register
 class CopyBinary(_CopyStrategy):
     """Typed batches as binary COPY; a batch that cannot be typed exactly goes as text COPY.
