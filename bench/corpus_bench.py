@@ -6,7 +6,9 @@ For each shape (bench/corpus.py) the cases run interleaved, round after round (p
 then again, each round starting one case later), each a fresh process into a fresh table, with a CHECKPOINT before every run so one case's
 WAL is not written during the next one's. L0 is the server reading the same rows from a binary file it
 wrote itself (`COPY ... TO` then `COPY ... FROM` a file, no client at all): the single-stream limit a
-client can approach, timed right after auto in each round. `--big` adds the mixed shape at 5M rows. The
+client can approach, timed right after auto in each round. The Python floor is a whole command that sends
+that export through psycopg (bench/floor_client.py): what any Python client pays before it parses a
+value. `--big` adds the mixed shape at 5M rows. The
 table goes to stdout and, with `--out`, to a Markdown file with the machine, date, server and command (`make bench` writes
 bench/RESULTS.md).
 """
@@ -32,6 +34,8 @@ from bench.run_bench import DATA, LOCAL_DSN, ROOT, compile_bytecode, psql_cmd
 SHARED = Path("/tmp/sluice-bench")  # a folder the server's own process can write and read
 
 STRATEGIES = ("auto", "copy-csv", "copy-binary", "parallel-copy")
+FLOOR = "Python floor: psycopg sends the binary export"
+L0 = "L0: server COPY FROM its binary file"
 
 
 # Peak RSS (MB) and auto's pick of each case's runs, beside the times.
@@ -98,10 +102,14 @@ def _server_copy_frozen(dsn: str, table: str, path: Path) -> float:
         return time.perf_counter() - t
 
 
+def _binary_path(shape: str) -> Path:
+    return SHARED / f"{shape}.bin"
+
+
 def _export_binary(dsn: str, table: str, shape: str) -> Path:
     SHARED.mkdir(parents=True, exist_ok=True)
     os.chmod(SHARED, 0o777)
-    out = SHARED / f"{shape}.bin"
+    out = _binary_path(shape)
     out.unlink(missing_ok=True)
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(sql.SQL("COPY {} TO {} (FORMAT binary)").format(sql.Identifier(table), sql.Literal(str(out))))
@@ -115,6 +123,8 @@ def _cases(shape: str, path: Path, table: str, dsn: str, rows: int,
     cases += [(s, load if s == "auto" else [*load, "--strategy", s]) for s in strategies]
     if rows >= 5_000_000:
         cases.append(("parallel-copy per-batch", [*load, "--strategy", "parallel-copy", "--commit", "per-batch"]))
+    # Last: in the first round the binary export it sends is written after psql's run (bench_shape).
+    cases.append((FLOOR, [sys.executable, "-m", "bench.floor_client", str(_binary_path(shape)), table, dsn]))
     return cases
 
 
@@ -124,14 +134,14 @@ def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
     table = f"bench_{shape}"
     cases = _cases(shape, path, table, dsn, rows, strategies)
     times: dict[str, list[float]] = {name: [] for name, _ in cases}
-    times["L0: server COPY FROM its binary file"] = []
+    times[L0] = []
     times["L0 + FREEZE"] = []
     binary: Path | None = None
 
     def limits() -> None:
         assert binary is not None
         _reset(dsn, table, shape)
-        times["L0: server COPY FROM its binary file"].append(_server_copy(dsn, table, binary))
+        times[L0].append(_server_copy(dsn, table, binary))
         _reset(dsn, table, shape)
         times["L0 + FREEZE"].append(_server_copy_frozen(dsn, table, binary))
 
@@ -141,6 +151,7 @@ def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
         # inherited whatever that long load left behind, round after round (auto and copy-binary,
         # the same strategy, 9.68 against 7.89 s at 5M rows).
         for name, cmd in cases[r % len(cases):] + cases[:r % len(cases)]:
+            assert binary is not None or name != FLOOR  # (round 0 runs psql first, then exports)
             _reset(dsn, table, shape)
             seconds, peak, err = timed(cmd)
             times[name].append(seconds)
@@ -215,19 +226,23 @@ def round_ratios(times: dict[str, list[float]], faster: str, than: str) -> list[
 # L0's 5M-row read 6.5 to 9.4 s within one hour), while a round runs its cases one after another: a
 # ratio of two runs of the same round compares them under nearly the same conditions, and the
 # median of those ratios moves less with the drift than the ratio of two medians.
+# Every shape: auto against psql, and the floor of a Python client against psql (where the floor
+# trails psql, no loader written in Python can lead it there). At 5M rows also the big-load criteria.
 PAIRS = (("auto", "psql \\copy", "auto against psql"),
-         ("auto", "L0: server COPY FROM its binary file", "auto against L0 (its pace as a share of L0's)"),
-         ("parallel-copy per-batch", "psql \\copy", "parallel-copy per-batch against psql"))
+         (FLOOR, "psql \\copy", "Python floor against psql"))
+BIG_PAIRS = (("auto", L0, "auto against L0 (its pace as a share of L0's)"),
+             ("parallel-copy per-batch", "psql \\copy", "parallel-copy per-batch against psql"))
 
 
 def paired(results: dict[str, dict[str, list[float]]]) -> list[str]:
-    """Round-by-round ratios (issue 27's criteria: auto against psql on every shape; at 5M rows also
-    auto against L0 and parallel-copy per-batch against psql), with their median."""
+    """Round-by-round ratios (issue 27's criteria: auto against psql on every shape, beside the
+    Python floor's; at 5M rows also auto against L0 and parallel-copy per-batch against psql),
+    with their median."""
     lines = ["Round by round: each ratio compares two runs of the same round, a few minutes apart at most "
              "(the median of these moves less with the host's drift than a ratio of medians):", "",
              "| shape | comparison | per round | median |", "|---|---|---|---:|"]
     for shape, times in results.items():
-        for faster, than, label in PAIRS if shape == "mixed5m" else PAIRS[:1]:
+        for faster, than, label in PAIRS + BIG_PAIRS if shape == "mixed5m" else PAIRS:
             ratios = round_ratios(times, faster, than)
             if ratios:
                 lines.append(f"| {shape} | {label} | {', '.join(f'{r:.2f}' for r in ratios)} | "
@@ -274,7 +289,8 @@ def main() -> int:
         f"- method: whole commands, interleaved round by round, a CHECKPOINT before each run, median of {a.repeat}"
         f"{f' ({a.big_repeat} at 5M rows)' if a.big else ''}; "
         "each cell is rows/s as a ratio of psql's (median seconds, min–max); L0 is the server reading its own "
-        "binary export of the same rows, no client at all (bench/corpus_bench.py)",
+        "binary export of the same rows, no client at all; the Python floor is a whole command that sends that "
+        "export with psycopg, nothing parsed (bench/floor_client.py)",
         "",
     ]
     text = "\n".join([*head, *table(results, rows_of), ""])
