@@ -32,7 +32,7 @@ test: $(STAMP)
 
 check: $(STAMP)
 	$(VENV)/bin/ruff check app core ui tests bench
-	$(VENV)/bin/mypy app core ui
+	$(VENV)/bin/mypy app core ui bench
 	$(VENV)/bin/lint-imports
 
 # The corpus of file shapes (bench/corpus.py) beside psql \copy and the server's own limit; writes bench/RESULTS.md.

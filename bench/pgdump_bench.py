@@ -75,10 +75,10 @@ def make_table(dsn: str, rows: int) -> None:
     with psycopg.connect(dsn, autocommit=True) as c:
         for t in (SOURCE, TARGET):
             c.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(t)))
-            c.execute(sql.SQL(DDL).format(t=sql.Identifier(t)))  # type: ignore[arg-type]
+            c.execute(sql.SQL(DDL).format(t=sql.Identifier(t)))
         # No autovacuum run in the middle of a timed load, for either contestant.
         c.execute(sql.SQL("ALTER TABLE {} SET (autovacuum_enabled = false)").format(sql.Identifier(TARGET)))
-        c.execute(sql.SQL(FILL).format(t=sql.Identifier(SOURCE), n=sql.Literal(rows)))  # type: ignore[arg-type]
+        c.execute(sql.SQL(FILL).format(t=sql.Identifier(SOURCE), n=sql.Literal(rows)))
         c.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(SOURCE)))
 
 

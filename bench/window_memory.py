@@ -84,7 +84,11 @@ def main(argv: list[str]) -> int:
 
     def started(job: Any) -> None:  # the job starts once the target is read again
         if not args.finish:
-            job.signals.progress.connect(lambda pr: (pr.fraction or 0) > 0.4 and w.stop_run())
+            def stop_past_40_percent(pr: Any) -> None:
+                if (pr.fraction or 0) > 0.4:
+                    w.stop_run()
+
+            job.signals.progress.connect(stop_past_40_percent)
 
     def ended() -> None:
         done["n"] += 1
