@@ -7,8 +7,8 @@ then again, each round starting one case later), each a fresh process into a fre
 WAL is not written during the next one's. L0 is the server reading the same rows from a binary file it
 wrote itself (`COPY ... TO` then `COPY ... FROM` a file, no client at all): the single-stream limit a
 client can approach, timed right after auto in each round. The Python floor is a whole command that sends
-that export through psycopg (bench/floor_client.py): what any Python client pays before it parses a
-value. `--big` adds the mixed shape at 5M rows. The
+that export through psycopg (bench/floor_client.py): what a client on Python and psycopg pays before it
+parses a value. `--big` adds the mixed shape at 5M rows. The
 table goes to stdout and, with `--out`, to a Markdown file with the machine, date, server and command (`make bench` writes
 bench/RESULTS.md).
 """
@@ -226,8 +226,8 @@ def round_ratios(times: dict[str, list[float]], faster: str, than: str) -> list[
 # L0's 5M-row read 6.5 to 9.4 s within one hour), while a round runs its cases one after another: a
 # ratio of two runs of the same round compares them under nearly the same conditions, and the
 # median of those ratios moves less with the drift than the ratio of two medians.
-# Every shape: auto against psql, and the floor of a Python client against psql (where the floor
-# trails psql, no loader written in Python can lead it there). At 5M rows also the big-load criteria.
+# Every shape: auto against psql, and the floor of a Python client on psycopg against psql (where
+# the floor trails psql, no loader on Python and psycopg can lead it there). At 5M rows also the big-load criteria.
 PAIRS = (("auto", "psql \\copy", "auto against psql"),
          (FLOOR, "psql \\copy", "Python floor against psql"))
 BIG_PAIRS = (("auto", L0, "auto against L0 (its pace as a share of L0's)"),

@@ -1,11 +1,11 @@
-"""The floor of any Python client: psycopg sends a binary COPY stream that is ready on disk.
+"""The floor of a Python client on psycopg (Sluice's driver): it sends a binary COPY stream ready on disk.
 
     python -m bench.floor_client FILE TABLE DSN
 
 FILE is the server's own binary export of the rows (`COPY ... TO` a file, as L0 reads it), so
 nothing is parsed, typed or encoded here: the command is Python's start, psycopg's import, a
-connection and the file's bytes in 8 MB writes. Whatever a Python loader does on top can only
-add to this; where this command trails psql \\copy, so must every client written in Python on
+connection and the file's bytes in 8 MB writes. Whatever a loader on Python and psycopg does on
+top can only add to this; where this command trails psql \\copy, so must every such loader on
 this machine (bench/corpus_bench.py times it beside psql, auto and L0).
 """
 
