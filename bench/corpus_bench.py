@@ -2,14 +2,15 @@
 
     python -m bench.corpus_bench [--rows N] [--repeat K] [--big-repeat K] [--dsn DSN|embedded] [--shapes a,b] [--big] [--out FILE]
 
-For each shape (bench/corpus.py) the cases run interleaved, round after round (psql, auto, copy-csv, ...
-then again, each round starting one case later), each a fresh process into a fresh table, with a CHECKPOINT before every run so one case's
-WAL is not written during the next one's. L0 is the server reading the same rows from a binary file it
-wrote itself (`COPY ... TO` then `COPY ... FROM` a file, no client at all): the single-stream limit a
-client can approach, timed right after auto in each round. The Python floor is a whole command that sends
-that export through psycopg (bench/floor_client.py): what a client on Python and psycopg pays before it
-parses a value. `--big` adds the mixed shape at 5M rows. The
-table goes to stdout and, with `--out`, to a Markdown file with the machine, date, server and command (`make bench` writes
+For each shape (bench/corpus.py) the cases run interleaved, round after round (psql, auto,
+copy-csv, ... then again, each round starting one case later), each a fresh process into a fresh
+table, with a CHECKPOINT before every run so one case's WAL is not written during the next one's.
+L0 is the server reading the same rows from a binary file it wrote itself (`COPY ... TO` then
+`COPY ... FROM` a file, no client at all): the single-stream limit a client can approach, timed
+right after auto in each round. The Python floor is a whole command that sends that export
+through psycopg (bench/floor_client.py): what a client on Python and psycopg pays before it
+parses a value. `--big` adds the mixed shape at 5M rows. The table goes to stdout and, with
+`--out`, to a Markdown file with the machine, date, server and command (`make bench` writes
 bench/RESULTS.md).
 """
 
@@ -36,6 +37,7 @@ SHARED = Path("/tmp/sluice-bench")  # a folder the server's own process can writ
 STRATEGIES = ("auto", "copy-csv", "copy-binary", "parallel-copy")
 FLOOR = "Python floor: psycopg sends the binary export"
 L0 = "L0: server COPY FROM its binary file"
+L0_FREEZE = "L0 + FREEZE"
 
 
 # Peak RSS (MB) and auto's pick of each case's runs, beside the times.
@@ -135,7 +137,7 @@ def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
     cases = _cases(shape, path, table, dsn, rows, strategies)
     times: dict[str, list[float]] = {name: [] for name, _ in cases}
     times[L0] = []
-    times["L0 + FREEZE"] = []
+    times[L0_FREEZE] = []
     binary: Path | None = None
 
     def limits() -> None:
@@ -143,14 +145,17 @@ def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
         _reset(dsn, table, shape)
         times[L0].append(_server_copy(dsn, table, binary))
         _reset(dsn, table, shape)
-        times["L0 + FREEZE"].append(_server_copy_frozen(dsn, table, binary))
+        times[L0_FREEZE].append(_server_copy_frozen(dsn, table, binary))
 
     for r in range(repeat):
-        measured = False
         # Each round starts one case later: a case that always ran right after psql's (auto did)
         # inherited whatever that long load left behind, round after round (auto and copy-binary,
         # the same strategy, 9.68 against 7.89 s at 5M rows).
-        for name, cmd in cases[r % len(cases):] + cases[:r % len(cases)]:
+        order = cases[r % len(cases):] + cases[:r % len(cases)]
+        # L0 right after auto, the pair issue 27 compares (the host's pace drifts within a minute,
+        # and at the round's end L0 ran a minute or more after auto); without auto, at the end.
+        l0_after = "auto" if "auto" in times else order[-1][0]
+        for name, cmd in order:
             assert binary is not None or name != FLOOR  # (round 0 runs psql first, then exports)
             _reset(dsn, table, shape)
             seconds, peak, err = timed(cmd)
@@ -161,12 +166,8 @@ def bench_shape(shape: str, rows: int, repeat: int, dsn: str,
             if name == "auto":
                 chose = next((ln for ln in err.splitlines() if ln.startswith("auto chose ")), "")
                 PICKS[shape] = chose.removeprefix("auto chose ").split(" (")[0].split(":")[0]
-                # L0 right after auto, the pair issue 27 compares: the host's pace drifts within a
-                # minute, and at the round's end L0 ran a minute or more after auto.
+            if name == l0_after:
                 limits()
-                measured = True
-        if not measured:
-            limits()
     if binary is not None:
         binary.unlink(missing_ok=True)
     with psycopg.connect(dsn, autocommit=True) as c:  # the bench leaves no table behind
